@@ -1,0 +1,91 @@
+"""What an MLA attention kernel computes (Spec) and how a variant is built (Config)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kgen.params import Params
+
+DTYPES = ("float32", "float16", "bfloat16")
+MASKS = ("none", "causal", "tree")
+MAX_Q_LEN = 64  # a draft-tree row is one 64-bit word
+
+
+@dataclass(frozen=True)
+class Spec(Params):
+    """The op: H heads, T query tokens per sequence, the latent/rope split of the cached vector,
+    the element type of q and the cache, the cache's page size and the mask over draft tokens."""
+
+    heads: int
+    q_len: int = 1
+    latent_dim: int = 512
+    rope_dim: int = 64
+    dtype: str = "bfloat16"
+    page_size: int = 64
+    mask: str = "none"
+
+    def __post_init__(self):
+        self._require_int("heads", 1, 1024)
+        self._require_int("q_len", 1, MAX_Q_LEN)
+        self._require_int("latent_dim", 1, 4096)
+        self._require_int("rope_dim", 0, 4096)
+        self._require_int("page_size", 1, 1 << 20)
+        self._require_choice("dtype", DTYPES)
+        self._require_choice("mask", MASKS)
+        self._require(self.mask != "none" or self.q_len == 1, "mask",
+                      f"'none' means plain decode (q_len 1); q_len={self.q_len} needs 'causal' or 'tree'")
+
+    @property
+    def head_dim(self) -> int:
+        return self.latent_dim + self.rope_dim
+
+    @property
+    def elem_bytes(self) -> int:
+        return 4 if self.dtype == "float32" else 2
+
+    @property
+    def default_scale(self) -> float:
+        return 1.0 / math.sqrt(self.head_dim)
+
+    def short_name(self) -> str:
+        dt = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[self.dtype]
+        dims = "" if (self.latent_dim, self.rope_dim) == (512, 64) else f"_d{self.latent_dim}r{self.rope_dim}"
+        return f"{dt}_h{self.heads}_t{self.q_len}_p{self.page_size}_{self.mask}{dims}"
+
+
+@dataclass(frozen=True)
+class Config(Params):
+    """A design point.
+
+    heads_per_block: heads one block serves (with all q_len rows), so a KV tile read once serves
+      them all: 1 = most blocks and most re-reads, heads = fully amortised.
+    kv_splits: KV split count (flash-decoding); partial results merge in a combine kernel.
+      A launch parameter: it does not change the compiled code.
+    vec_width: elements per global load (at most 16 bytes).
+    smem_stages: 0 = KV from global memory straight into registers, 1 = through one shared tile,
+      >= 2 = a cp.async pipeline that many tiles deep.
+    num_warps: warps per block. block_n: KV positions per tile (per warp, in registers, when
+      smem_stages is 0).
+    """
+
+    heads_per_block: int = 1
+    kv_splits: int = 1
+    vec_width: int = 8
+    smem_stages: int = 2
+    num_warps: int = 4
+    block_n: int = 32
+
+    def __post_init__(self):
+        self._require_int("heads_per_block", 1, 1024)
+        self._require_int("kv_splits", 1, 4096)
+        self._require_int("vec_width", 1, 16)
+        self._require(self.vec_width & (self.vec_width - 1) == 0, "vec_width", "must be a power of two")
+        self._require_int("smem_stages", 0, 8)
+        self._require_int("num_warps", 1, 32)
+        self._require(self.num_warps & (self.num_warps - 1) == 0, "num_warps", "must be a power of two")
+        self._require_int("block_n", 1, 256)
+
+    def short_name(self) -> str:
+        return (f"hb{self.heads_per_block}_v{self.vec_width}_st{self.smem_stages}"
+                f"_w{self.num_warps}_n{self.block_n}")

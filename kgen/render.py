@@ -1,0 +1,110 @@
+"""Rendering: Jinja templates + validated values -> CUDA C++ source (a Program).
+
+Only integers, booleans and members of `CType` reach a template, each turned into C++ text here,
+in one place; no user-supplied string is ever pasted into a kernel.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+
+_CHECKOUT_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+
+class CType(enum.Enum):
+    """Element types a template may be instantiated with, by their C++ spelling."""
+
+    FLOAT32 = "float"
+    FLOAT16 = "__half"
+    BFLOAT16 = "__nv_bfloat16"
+
+    @property
+    def size(self) -> int:
+        return 4 if self is CType.FLOAT32 else 2
+
+    @classmethod
+    def from_dtype(cls, dtype: str) -> CType:
+        return {"float32": cls.FLOAT32, "float16": cls.FLOAT16, "bfloat16": cls.BFLOAT16}[dtype]
+
+
+Value = bool | int | float | CType
+
+
+def cpp_literal(value: Value) -> str:
+    """The C++ spelling of one template value."""
+    if isinstance(value, CType):
+        return value.value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"template value {value!r} is not finite")
+        return f"{value!r}f"
+    raise TypeError(
+        f"template values must be int, bool, float or CType, not {type(value).__name__} ({value!r})"
+    )
+
+
+@dataclass(frozen=True)
+class Program:
+    """A rendered CUDA C++ translation unit, ready to compile.
+
+    name: a readable stem for cache file names ("mla_bf16_h8_t4_..."); entry_points: the
+    extern "C" kernels it defines; meta: JSON-able facts (spec, config) stored beside the cubin.
+    """
+
+    name: str
+    source: str
+    entry_points: tuple[str, ...]
+    meta: Mapping[str, object]
+
+
+def template_dir() -> Path:
+    """templates/ of the checkout when running from one, else the installed package data."""
+    if _CHECKOUT_TEMPLATES.is_dir():
+        return _CHECKOUT_TEMPLATES
+    return Path(str(resources.files("kgen.templates")))
+
+
+@functools.cache
+def environment(search_path: Path | None = None) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(search_path or template_dir())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def render(
+    template: str, values: Mapping[str, Value], search_path: Path | None = None
+) -> str:
+    """Render `template` (a path under templates/) with C++ literals made from `values`."""
+    literals = {key: cpp_literal(value) for key, value in values.items()}
+    try:
+        return environment(search_path).get_template(template).render(**literals)
+    except jinja2.UndefinedError as exc:
+        raise ValueError(f"template {template!r} needs a value that was not given: {exc}") from exc
+
+
+def render_program(
+    name: str,
+    template: str,
+    values: Mapping[str, Value],
+    entry_points: tuple[str, ...],
+    meta: Mapping[str, object] | None = None,
+    search_path: Path | None = None,
+) -> Program:
+    """Render a template into a Program whose kernels are `entry_points`."""
+    source = render(template, values, search_path)
+    return Program(name=name, source=source, entry_points=entry_points, meta=dict(meta or {}))

@@ -1,0 +1,84 @@
+// Device helpers shared by kgen kernels: vector loads of N elements, float conversion, warp
+// reductions, fast exp2 and cp.async. Plain CUDA; the Jinja template includes it verbatim.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#include <math_constants.h>
+
+namespace kgen {
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T> __device__ __forceinline__ T from_float(float x);
+template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+// An unsigned type of exactly BYTES bytes, so N elements move in one memory instruction.
+template <int BYTES> struct Raw;
+template <> struct Raw<2> { using type = unsigned short; };
+template <> struct Raw<4> { using type = unsigned int; };
+template <> struct Raw<8> { using type = uint2; };
+template <> struct Raw<16> { using type = uint4; };
+
+// N consecutive elements of T held as one raw word (as loaded), converted to float on demand.
+template <typename T, int N>
+struct Vec {
+  using Word = typename Raw<sizeof(T) * N>::type;
+  Word word;
+
+  __device__ __forceinline__ void load_global(const T* p) {
+    word = __ldg(reinterpret_cast<const Word*>(p));
+  }
+  __device__ __forceinline__ void load(const T* p) { word = *reinterpret_cast<const Word*>(p); }
+  __device__ __forceinline__ void store(T* p) const { *reinterpret_cast<Word*>(p) = word; }
+
+  __device__ __forceinline__ void to_floats(float (&out)[N]) const {
+    const T* e = reinterpret_cast<const T*>(&word);
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = to_float(e[i]);
+  }
+  __device__ __forceinline__ void from_floats(const float (&in)[N]) {
+    T* e = reinterpret_cast<T*>(&word);
+#pragma unroll
+    for (int i = 0; i < N; ++i) e[i] = from_float<T>(in[i]);
+  }
+};
+
+// Butterfly sum: every lane ends with the same bits (each step adds the same pair, a + b == b + a).
+__device__ __forceinline__ float warp_allsum(float x) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
+}
+
+// 2^x with the SFU (ex2.approx: relative error ~2^-22; 2^-inf = +0).
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Asynchronous global -> shared copy of BYTES (4, 8 or 16) bytes (sm_80+).
+template <int BYTES>
+__device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if constexpr (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(gmem), "n"(BYTES)
+                 : "memory");
+  }
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+}
+
+}  // namespace kgen

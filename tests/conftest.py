@@ -1,0 +1,67 @@
+"""Test set-up: one place decides whether a GPU is here (marker `gpu`), the hypothesis profiles,
+and a private kernel cache for the session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+settings.register_profile(
+    "ci", deadline=None, derandomize=True, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+settings.register_profile(
+    "dev", deadline=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+settings.load_profile(os.environ.get("KGEN_HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+def _gpu_present() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available() and torch.cuda.device_count() > 0
+
+
+GPU = _gpu_present()
+
+
+def pytest_collection_modifyitems(config, items):
+    if GPU:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (runs on the device machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_cache_dir(tmp_path_factory):
+    """Kernels built by the tests go to a fresh cache, unless KGEN_CACHE_DIR names one."""
+    if "KGEN_CACHE_DIR" in os.environ:
+        yield Path(os.environ["KGEN_CACHE_DIR"])
+        return
+    path = tmp_path_factory.mktemp("kgen-cache")
+    os.environ["KGEN_CACHE_DIR"] = str(path)
+    yield path
+    del os.environ["KGEN_CACHE_DIR"]
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    """An empty cache directory for one test, with the in-process memo emptied too."""
+    from kgen import build
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KGEN_CACHE_DIR", str(cache))
+    monkeypatch.delenv("KGEN_DISABLE_CACHE", raising=False)
+    monkeypatch.delenv("KGEN_NO_COMPILE", raising=False)
+    monkeypatch.setattr(build, "_memo", {})
+    return cache
