@@ -1,0 +1,60 @@
+"""Hypothesis strategies over MLA specs, valid configs and sequence lengths."""
+
+from __future__ import annotations
+
+from hypothesis import assume
+from hypothesis import strategies as st
+
+from kgen.arch import Arch
+from kgen.mla import Config, ConfigError, Spec, plan
+
+HEADS = [1, 2, 3, 4, 6, 8, 16]
+PAGE_SIZES = [1, 3, 16, 64, 128]
+SPLITS = [1, 2, 3, 7, 16, 64]
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+@st.composite
+def specs(draw, max_q_len: int = 16, dtypes=("float32", "float16", "bfloat16"), small_dims=False):
+    mask = draw(st.sampled_from(["none", "causal", "tree"]))
+    q_len = 1 if mask == "none" else draw(st.integers(1, max_q_len))
+    latent, rope = (512, 64) if not small_dims else draw(st.sampled_from([(512, 64), (64, 32), (128, 0)]))
+    return Spec(heads=draw(st.sampled_from(HEADS)), q_len=q_len, latent_dim=latent, rope_dim=rope,
+                dtype=draw(st.sampled_from(dtypes)), page_size=draw(st.sampled_from(PAGE_SIZES)),
+                mask=mask)
+
+
+@st.composite
+def raw_configs(draw, spec: Spec):
+    """Any Config whose own fields are valid (plan may still refuse it for spec/arch)."""
+    stages = draw(st.integers(0, 3))
+    return Config(
+        heads_per_block=draw(st.sampled_from(divisors(spec.heads) + [spec.heads * 2])),
+        kv_splits=draw(st.sampled_from(SPLITS)),
+        vec_width=draw(st.sampled_from([1, 2, 4, 8, 16])),
+        smem_stages=stages,
+        num_warps=draw(st.sampled_from([1, 2, 4, 8, 16])),
+        block_n=draw(st.sampled_from([1, 2, 4, 8] if stages == 0 else [4, 8, 16, 32, 64])),
+    )
+
+
+@st.composite
+def configs(draw, spec: Spec, arch: Arch):
+    """A Config that plan accepts for spec on arch."""
+    config = draw(raw_configs(spec))
+    try:
+        plan(spec, config, arch)
+    except ConfigError:
+        assume(False)
+    return config
+
+
+@st.composite
+def seq_lens(draw, spec: Spec, max_batch: int = 3, max_prefix: int = 700):
+    """Total lengths (prefix + q_len): prefix 0, tiny, odd and a few tiles long, mixed in a batch."""
+    prefix = st.one_of(st.just(0), st.integers(1, 40), st.integers(41, max_prefix))
+    count = draw(st.integers(1, max_batch))
+    return [draw(prefix) + spec.q_len for _ in range(count)]

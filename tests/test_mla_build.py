@@ -1,0 +1,89 @@
+"""MLA variants without a GPU: every sampled valid config renders and compiles for sm_120 and
+sm_90; invalid ones are refused before compiling, with the field and the reason."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kgen.build
+from kgen.arch import ARCHS
+from kgen.mla import Config, ConfigError, Spec, build, plan
+from kgen.resources import cubin_arch
+
+from .strategies import configs, raw_configs, specs
+
+INTERFACE_SPEC = Spec(heads=8, q_len=4, latent_dim=512, rope_dim=64, dtype="bfloat16", page_size=64,
+                      mask="tree")
+INTERFACE_CONFIG = Config(heads_per_block=8, kv_splits=16, vec_width=8, smem_stages=2, num_warps=4,
+                          block_n=32)
+
+
+def test_interface_example_builds_without_a_gpu():
+    kernel = build(INTERFACE_SPEC, INTERFACE_CONFIG, arch="sm_120")
+    assert "constexpr int HEADS_PER_BLOCK = 8;" in kernel.source
+    assert cubin_arch(kernel.cubin) == "sm_120"
+    res = kernel.resources
+    assert res.arch == "sm_120" and res.registers > 0 and res.threads == 128
+    assert res.dynamic_smem == 2 * 32 * 576 * 2 and res.smem <= ARCHS["sm_120"].smem_per_block
+    assert 0 < res.occupancy.fraction <= 1
+
+
+@settings(max_examples=6)
+@given(data=st.data())
+def test_valid_configs_compile_for_sm120_and_sm90(data):
+    spec = data.draw(specs(max_q_len=64, small_dims=True), label="spec")
+    config = data.draw(configs(spec, ARCHS["sm_120"]), label="config")
+    for arch in ("sm_120", "sm_90"):
+        kernel = build(spec, config, arch=arch)
+        assert cubin_arch(kernel.cubin) == arch
+        assert kernel.resources.occupancy.blocks_per_sm >= 1, kernel.resources
+
+
+@settings(max_examples=200)
+@given(data=st.data())
+def test_invalid_configs_are_refused_before_compiling(data, monkeypatch_module):
+    spec = data.draw(specs(max_q_len=64), label="spec")
+    config = data.draw(raw_configs(spec), label="config")
+    try:
+        plan(spec, config, ARCHS["sm_120"])
+    except ConfigError as err:
+        assert str(err).startswith("Config.")
+        with pytest.raises(ConfigError):
+            build(spec, config, arch="sm_120")  # the compiler is disabled: refused first
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("an invalid config reached the compiler")
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(kgen.build, "compile_cubin", no_compiling)
+    yield
+    patch.undo()
+
+
+@pytest.mark.parametrize("spec, config, field, reason", [
+    (Spec(heads=8), Config(heads_per_block=3), "heads_per_block", "divide heads=8"),
+    (Spec(heads=8, dtype="float32"), Config(vec_width=8), "vec_width", "32 bytes"),
+    (Spec(heads=8, latent_dim=500, rope_dim=76), Config(vec_width=8), "vec_width", "must divide"),
+    (Spec(heads=8), Config(vec_width=1, smem_stages=2), "smem_stages", "cp.async"),
+    (Spec(heads=8), Config(smem_stages=3, block_n=32), "smem_stages", "101376"),
+    (Spec(heads=64, q_len=16, mask="tree"), Config(heads_per_block=64, num_warps=4), "num_warps",
+     "per warp"),
+    (Spec(heads=8), Config(smem_stages=0, block_n=64), "block_n", "registers"),
+])
+def test_refusals_name_field_and_reason(spec, config, field, reason):
+    with pytest.raises(ConfigError, match=rf"Config\.{field}=.*{reason}"):
+        plan(spec, config, ARCHS["sm_120"])
+
+
+def test_sm90_takes_what_sm120_cannot():
+    config = Config(smem_stages=3, block_n=32)
+    plan(Spec(heads=8), config, ARCHS["sm_90"])  # 110592 bytes fit sm_90's 227 KB
+
+
+def test_split_count_does_not_change_the_binary():
+    a = build(INTERFACE_SPEC, INTERFACE_CONFIG, "sm_120")
+    b = build(INTERFACE_SPEC, Config(**{**INTERFACE_CONFIG.to_dict(), "kv_splits": 3}), "sm_120")
+    assert a.binary.key == b.binary.key

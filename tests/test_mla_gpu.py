@@ -1,0 +1,183 @@
+"""The MLA kernels on the GPU against the float64 reference, over random specs x valid configs x
+fresh inputs, plus the properties that must hold whatever the config."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kgen.arch import resolve_arch
+from kgen.mla import Config, Spec, build
+from kgen.mla.workload import make_workload
+
+from .mla_helpers import never_visible, reference_for, run_poisoned, to_numpy
+from .reference import TOLERANCE, check_attention, relative_errors
+from .strategies import configs, seq_lens, specs
+
+pytestmark = pytest.mark.gpu
+SEEDS = st.integers(0, 2**31 - 1)
+
+
+def native():
+    return resolve_arch("native")
+
+
+@settings(max_examples=80)
+@given(data=st.data())
+def test_matches_reference(data):
+    spec = data.draw(specs(), label="spec")
+    config = data.draw(configs(spec, native()), label="config")
+    lens = data.draw(seq_lens(spec), label="seq_lens")
+    w = make_workload(spec, lens, seed=data.draw(SEEDS), mask_kind=data.draw(st.sampled_from(["tree", "random"])))
+    out, lse = run_poisoned(build(spec, config, "native"), w)
+    check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)
+
+
+@settings(max_examples=25)
+@given(data=st.data())
+def test_small_head_dims_match_reference(data):
+    spec = data.draw(specs(small_dims=True, dtypes=("float32", "bfloat16")), label="spec")
+    config = data.draw(configs(spec, native()), label="config")
+    w = make_workload(spec, data.draw(seq_lens(spec)), seed=data.draw(SEEDS))
+    out, lse = run_poisoned(build(spec, config, "native"), w)
+    check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)
+
+
+@settings(max_examples=25)
+@given(data=st.data())
+def test_result_does_not_depend_on_the_config(data):
+    spec = data.draw(specs(), label="spec")
+    w = make_workload(spec, data.draw(seq_lens(spec)), seed=data.draw(SEEDS))
+    first = data.draw(configs(spec, native()), label="first")
+    second = data.draw(configs(spec, native()), label="second")
+    a = to_numpy(*run_poisoned(build(spec, first, "native"), w))
+    b = to_numpy(*run_poisoned(build(spec, second, "native"), w))
+    assert relative_errors(a[0], b[0]).max() <= 2 * TOLERANCE[spec.dtype]
+    np.testing.assert_allclose(a[1], b[1], atol=2e-2, rtol=0)
+
+
+@settings(max_examples=20)
+@given(data=st.data())
+def test_masked_out_kv_positions_change_nothing(data):
+    import torch
+
+    spec = data.draw(specs(), label="spec")
+    config = data.draw(configs(spec, native()), label="config")
+    w = make_workload(spec, data.draw(seq_lens(spec)), seed=data.draw(SEEDS), mask_kind="random")
+    kernel = build(spec, config, "native")
+    before = run_poisoned(kernel, w)
+    hidden = torch.from_numpy(never_visible(w)).to(w.kv_cache.device)
+    w.kv_cache[hidden] = float("nan")
+    after = run_poisoned(kernel, w)
+    assert torch.equal(before[0], after[0]) and torch.equal(before[1], after[1])
+
+
+@settings(max_examples=20)
+@given(data=st.data())
+def test_permuting_pages_changes_nothing(data):
+    import torch
+
+    spec = data.draw(specs(), label="spec")
+    config = data.draw(configs(spec, native()), label="config")
+    w = make_workload(spec, data.draw(seq_lens(spec)), seed=data.draw(SEEDS))
+    kernel = build(spec, config, "native")
+    before = run_poisoned(kernel, w)
+    perm = torch.randperm(w.kv_cache.shape[0], generator=torch.Generator().manual_seed(data.draw(SEEDS)))
+    perm = perm.to(w.kv_cache.device)
+    moved = torch.empty_like(w.kv_cache)
+    moved[perm] = w.kv_cache  # page p now lives at perm[p]
+    w.kv_cache, w.block_table = moved, perm[w.block_table.long()].to(torch.int32)
+    after = run_poisoned(kernel, w)
+    assert torch.equal(before[0], after[0]) and torch.equal(before[1], after[1])
+
+
+@settings(max_examples=10)
+@given(data=st.data())
+def test_single_token_under_any_mask_is_decode(data):
+    import torch
+
+    base = data.draw(specs(), label="base")
+    decode = Spec(**{**base.to_dict(), "q_len": 1, "mask": "none"})
+    config = data.draw(configs(decode, native()), label="config")
+    w = make_workload(decode, data.draw(seq_lens(decode)), seed=data.draw(SEEDS))
+    expected = run_poisoned(build(decode, config, "native"), w)
+    for mask, tensor in (("causal", None), ("tree", torch.ones(1, 1, dtype=torch.bool, device="cuda"))):
+        spec = Spec(**{**decode.to_dict(), "mask": mask})
+        w.spec, w.mask = spec, tensor
+        got = run_poisoned(build(spec, config, "native"), w)
+        assert torch.equal(expected[0], got[0]) and torch.equal(expected[1], got[1])
+
+
+HOSTILE = ["equal-logits", "one-huge-logit", "arange"]
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_hostile_inputs(case, dtype):
+    import torch
+
+    spec = Spec(heads=4, q_len=3, dtype=dtype, page_size=16, mask="causal")
+    w = make_workload(spec, [3, 90, 301], seed=1)
+    if case == "equal-logits":
+        w.kv_cache[:] = w.kv_cache[0, 0]  # every key the same: uniform attention
+    elif case == "one-huge-logit":
+        page, row = int(w.block_table[1, 2]), 5  # sequence 1, position 37
+        w.kv_cache[page, row, :] = w.q[1, 0, 0] * 40  # a logit far above the rest (p ~ 1)
+    else:
+        values = torch.arange(w.kv_cache.numel(), device="cuda", dtype=torch.float32)
+        w.kv_cache.copy_(((values % 97) / 97 - 0.5).reshape(w.kv_cache.shape))
+    for config in (Config(heads_per_block=4, kv_splits=3, vec_width=4, smem_stages=2, block_n=8),
+                   Config(heads_per_block=1, kv_splits=1, vec_width=1, smem_stages=0, block_n=2)):
+        out, lse = run_poisoned(build(spec, config, "native"), w)
+        check_attention(*to_numpy(out, lse), *reference_for(w), dtype)
+
+
+def test_empty_rows_and_more_splits_than_tiles():
+    """Prefix 0 and a tree row that sees nothing: out 0, lse -inf; 64 splits over 1 tile."""
+    import torch
+
+    spec = Spec(heads=2, q_len=4, dtype="float32", page_size=16, mask="tree")
+    w = make_workload(spec, [4, 4 + 5], seed=2)
+    w.mask = torch.tensor([[1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 1, 0], [0, 0, 0, 1]],
+                          dtype=torch.bool, device="cuda").expand(2, 4, 4).contiguous()
+    for config in (Config(kv_splits=1, vec_width=4, block_n=16), Config(kv_splits=64, vec_width=4, block_n=4)):
+        out, lse = run_poisoned(build(spec, config, "native"), w)
+        assert torch.all(out[0, 1] == 0) and torch.all(lse[0, 1] == float("-inf"))
+        check_attention(*to_numpy(out, lse), *reference_for(w), "float32")
+
+
+def test_nan_in_one_query_row_stays_in_that_row():
+    spec = Spec(heads=4, q_len=2, dtype="bfloat16", page_size=64, mask="causal")
+    w = make_workload(spec, [130, 70], seed=3)
+    w.q[1, 0, 2, 5] = float("nan")
+    for config in (Config(heads_per_block=4, kv_splits=4), Config(heads_per_block=1, smem_stages=0, block_n=4)):
+        out, lse = run_poisoned(build(spec, config, "native"), w)
+        check_attention(*to_numpy(out, lse), *reference_for(w), "bfloat16")  # NaN exactly where ref has it
+        assert out[1, 0, 2].isnan().all() and not out[1, 0, :2].isnan().any()
+
+
+def test_invalid_sequences_give_nan_rows_or_raise_with_validate():
+    import torch
+
+    from kgen.mla.inputs import InputError
+
+    spec = Spec(heads=2, q_len=2, dtype="float32", page_size=16, mask="causal")
+    w = make_workload(spec, [40, 50, 60], seed=4)
+    kernel = build(spec, Config(kv_splits=2, vec_width=4), "native")
+    good = run_poisoned(kernel, w)
+    w.seq_lens[0] = 1  # shorter than q_len
+    w.block_table[2, 1] = w.kv_cache.shape[0] + 7  # a page that does not exist
+    out, lse = run_poisoned(kernel, w)
+    assert out[0].isnan().all() and out[2].isnan().all() and lse[0].isnan().all()
+    assert torch.equal(out[1], good[0][1])  # the valid sequence is untouched
+    with pytest.raises(InputError, match=r"seq_lens\[0\]=1"):
+        kernel(*w.args(), validate=True)
+    w.seq_lens[0] = 40
+    with pytest.raises(InputError, match=r"block_table\[2, 1\]"):
+        kernel(*w.args(), validate=True)
+    w.block_table[2, 1] = 0
+    w.seq_lens[1] = 10_000
+    with pytest.raises(InputError, match=r"seq_lens\[1\]=10000.*holds only"):
+        kernel(*w.args(), validate=True)
