@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from cuda.bindings import driver
 
 from kgen.build import Binary
+from kgen.resources import UNKNOWN, FunctionUsage
 
 MAX_DEFAULT_DYNAMIC_SMEM = 48 * 1024
 
@@ -127,7 +128,6 @@ class Module:
     def __init__(self, binary: Binary):
         _init()
         self.binary = binary
-        self._devices_checked: set[int] = set()
         self.library = check(
             driver.cuLibraryLoadData(binary.cubin, None, None, 0, None, None, 0),
             f"cuLibraryLoadData({binary.stem})",
@@ -141,26 +141,30 @@ class Module:
     def __getitem__(self, name: str) -> Kernel:
         return self.kernels[name]
 
-    def check_device(self, device: int) -> None:
-        """Refuse a device this cubin's machine code cannot run on, naming both archs."""
-        if device in self._devices_checked:
-            return
-        arch = self.binary.arch
-        cc = device_compute_capability(device)
-        if not runs_on(arch.compute_capability, cc, arch.name.endswith("a")):
-            raise ValueError(
-                f"kernel {self.binary.stem} was built for {arch.name}, but device {device} is "
-                f"sm_{cc[0]}{cc[1]}; build it with arch='native' (or 'sm_{cc[0]}{cc[1]}')"
-            )
-        self._devices_checked.add(device)
-
 
 _modules: dict[str, Module] = {}
+_arch_checked: set[tuple[str, int]] = set()
 _modules_lock = threading.Lock()
 
 
-def load_module(binary: Binary) -> Module:
-    """The loaded module for `binary`, loaded once per process."""
+def check_arch(binary: Binary, device: int) -> None:
+    """Refuse a device the cubin's machine code cannot run on, naming both archs."""
+    if (binary.key, device) in _arch_checked:
+        return
+    arch = binary.arch
+    cc = device_compute_capability(device)
+    if not runs_on(arch.compute_capability, cc, arch.name.endswith("a")):
+        raise ValueError(
+            f"kernel {binary.stem} was built for {arch.name}, but device {device} is "
+            f"sm_{cc[0]}{cc[1]}; build it with arch='native' (or 'sm_{cc[0]}{cc[1]}')"
+        )
+    _arch_checked.add((binary.key, device))
+
+
+def load_module(binary: Binary, device: int | None = None) -> Module:
+    """The loaded module for `binary` (loaded once per process), after checking it can run on
+    `device` (default: the current one)."""
+    check_arch(binary, _current_device() if device is None else device)
     with _modules_lock:
         module = _modules.get(binary.key)
         if module is None:
@@ -168,6 +172,32 @@ def load_module(binary: Binary) -> Module:
         return module
 
 
+def function_usage(binary: Binary, name: str, device: int | None = None) -> FunctionUsage:
+    """ptxas's figures for kernel `name`; where the compile log lacks them (some NVRTC builds
+    print no ptxas report), the driver's attributes of the loaded kernel, with spills unknown."""
+    if name in binary.usage:
+        return binary.usage[name]
+    kernel = load_module(binary, device)[name].handle
+    dev = _device(device)
+
+    def attribute(attr):
+        return check(driver.cuKernelGetAttribute(attr, kernel, dev), f"cuKernelGetAttribute({name})")
+
+    a = driver.CUfunction_attribute
+    return FunctionUsage(
+        registers=attribute(a.CU_FUNC_ATTRIBUTE_NUM_REGS),
+        static_smem=attribute(a.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
+        stack=attribute(a.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES),
+        spill_stores=UNKNOWN,
+        spill_loads=UNKNOWN,
+    )
+
+
 def device_sm_count(index: int | None = None) -> int:
     attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
     return check(driver.cuDeviceGetAttribute(attr, _device(index)), "cuDeviceGetAttribute")
+
+
+def device_name(index: int | None = None) -> str:
+    name = check(driver.cuDeviceGetName(256, _device(index)), "cuDeviceGetName")
+    return name.split(b"\0", 1)[0].decode()

@@ -25,7 +25,7 @@ def call(kernel, w, **changes):
     ("q", lambda w: w.q.float(), r"q: expected dtype torch.bfloat16"),
     ("q", lambda w: w.q[:, :1], r"q: expected shape \[B, 2, 4, 576\]"),
     ("q", lambda w: w.q.cpu(), r"q: expected a CUDA tensor"),
-    ("q", lambda w: w.q.view(-1)[4:].as_strided(w.q.shape, w.q.stride()), r"q: .*aligned to 16 bytes"),
+    ("q", lambda w: w.q.new_empty(w.q.numel() + 4)[4:].view(w.q.shape), r"q: .*aligned to 16 bytes"),
     ("q", lambda w: w.q.transpose(2, 3).contiguous().transpose(2, 3), r"q: expected a contiguous last"),
     ("kv_cache", lambda w: w.kv_cache[:, :8], r"kv_cache: expected shape \[num_pages, 16, 576\]"),
     ("kv_cache", lambda w: w.kv_cache.half(), r"kv_cache: expected dtype torch.bfloat16"),

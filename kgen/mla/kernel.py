@@ -8,7 +8,7 @@ import math
 
 from kgen.arch import Arch, resolve_arch
 from kgen.build import Binary, build_program
-from kgen.launch import load_module
+from kgen.launch import function_usage, load_module
 from kgen.mla.layout import COMBINE_WARPS, Layout, plan
 from kgen.mla.program import ATTENTION, COMBINE, KernelParams, mla_program
 from kgen.mla.spec import Config, Spec
@@ -22,10 +22,17 @@ class MLAKernel:
 
     def __init__(self, spec: Spec, config: Config, arch: Arch, layout: Layout, binary: Binary):
         self.spec, self.config, self.arch, self.layout, self.binary = spec, config, arch, layout, binary
-        self.resources = Resources.of(ATTENTION, binary.usage[ATTENTION], arch, layout.threads,
-                                      layout.dynamic_smem)
-        self.combine_resources = Resources.of(COMBINE, binary.usage[COMBINE], arch,
-                                              COMBINE_WARPS * 32, 0)
+
+    @functools.cached_property
+    def resources(self) -> Resources:
+        """The attention kernel's registers, shared memory, spills and occupancy on its arch."""
+        usage = function_usage(self.binary, ATTENTION)
+        return Resources.of(ATTENTION, usage, self.arch, self.layout.threads, self.layout.dynamic_smem)
+
+    @functools.cached_property
+    def combine_resources(self) -> Resources:
+        usage = function_usage(self.binary, COMBINE)
+        return Resources.of(COMBINE, usage, self.arch, COMBINE_WARPS * 32, 0)
 
     @property
     def source(self) -> str:
@@ -85,8 +92,7 @@ class MLAKernel:
             scale * LOG2E,
         )
         index = device.index if device.index is not None else torch.cuda.current_device()
-        module = load_module(self.binary)
-        module.check_device(index)
+        module = load_module(self.binary, index)
         stream = torch.cuda.current_stream(device).cuda_stream
         module[ATTENTION].launch(
             grid=(splits, spec.heads // cfg.heads_per_block, batch),

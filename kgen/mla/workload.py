@@ -72,7 +72,9 @@ def make_workload(
     Unused cache rows (past a sequence's length, spare pages) hold large values, so reading
     them by mistake shows up; q and KV are N(0, 1).
     """
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)  # small, structural draws (pages, trees)
+    device = torch.device(device)
+    big = torch.Generator(device=device).manual_seed(seed)  # the bulk values, drawn in place
     dtype = TORCH_DTYPES[spec.dtype]
     batch, ps = len(seq_lens), spec.page_size
     pages_per_seq = [-(-n // ps) for n in seq_lens]
@@ -80,7 +82,6 @@ def make_workload(
     num_pages = sum(pages_per_seq) + spare_pages
     order = torch.randperm(num_pages, generator=gen)
 
-    kv = torch.randn(num_pages, ps, spec.head_dim, generator=gen)
     table = torch.full((batch, width), -1, dtype=torch.int32)
     used = torch.zeros(num_pages, ps, dtype=torch.bool)
     start = 0
@@ -88,12 +89,15 @@ def make_workload(
         pages = order[start : start + count]
         start += count
         table[b, :count] = pages.to(torch.int32)
-        for i, page in enumerate(pages.tolist()):
-            used[page, : min(ps, n - i * ps)] = True
-    kv[~used] = 1e4  # never visible: a kernel that reads these rows gets a visibly wrong answer
+        full, rest = divmod(n, ps)
+        used[pages[:full]] = True
+        if rest:
+            used[pages[full], :rest] = True
     table[table < 0] = int(order[-1]) if spare_pages else 0  # padding entries name a real page
 
-    q = torch.randn(batch, spec.q_len, spec.heads, spec.head_dim, generator=gen)
+    kv = torch.randn(num_pages, ps, spec.head_dim, generator=big, device=device, dtype=torch.float32)
+    kv[~used.to(device)] = 1e4  # never visible: a kernel that reads these rows gets a visibly wrong answer
+    q = torch.randn(batch, spec.q_len, spec.heads, spec.head_dim, generator=big, device=device)
     mask = None
     if spec.mask == "tree":
         if mask_kind == "tree":
@@ -102,8 +106,8 @@ def make_workload(
             mask = torch.rand(batch, spec.q_len, spec.q_len, generator=gen) < 0.5
     return Workload(
         spec=spec,
-        q=q.to(dtype).to(device),
-        kv_cache=kv.to(dtype).to(device),
+        q=q.to(dtype),
+        kv_cache=kv.to(dtype),
         block_table=table.to(device),
         seq_lens=torch.tensor(seq_lens, dtype=torch.int32).to(device),
         mask=None if mask is None else mask.to(device),

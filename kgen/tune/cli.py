@@ -1,12 +1,67 @@
-"""`kgen sweep` arguments (the sweep itself lives in kgen.tune.sweep)."""
+"""`kgen sweep`: a shape (or a grid file's cases) -> compile (and, on a GPU, verify and time) the
+design space; a table on the terminal; results.csv, results.json and plots in --out."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from kgen.tune.space import Axes, case_from_dict, load_grid
+
 
 def add_sweep_parser(commands) -> None:
-    sweep = commands.add_parser("sweep", help="compile (and on a GPU verify and time) the design space")
-    sweep.set_defaults(run=lambda args: _run(args))
+    p = commands.add_parser("sweep", help="compile (and on a GPU verify and time) the design space",
+                            description=__doc__)
+    p.add_argument("--grid", type=Path, help="a grid file of cases (bench/grid.json)")
+    p.add_argument("--case", action="append", default=[], help="only the grid cases with these names")
+    p.add_argument("--heads", type=int, help="a single shape: heads per GPU (H)")
+    p.add_argument("--q-len", type=int, default=1)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--prefix", type=int, default=4096, help="committed positions per sequence")
+    p.add_argument("--mask", choices=["none", "causal", "tree"], default="none")
+    p.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default="bfloat16")
+    p.add_argument("--page-size", type=int, default=64)
+    p.add_argument("--arch", help="target arch (default: the GPU, or sm_120 without one)")
+    p.add_argument("--compile-only", action="store_true", help="resources and occupancy, no timing")
+    p.add_argument("--heads-per-block", type=int, nargs="+", help="axis values (default: divisors)")
+    p.add_argument("--num-warps", type=int, nargs="+", default=[4, 8])
+    p.add_argument("--vec-width", type=int, nargs="+", help="axis values (default: 16-byte loads)")
+    p.add_argument("--reps", type=int, default=20, help="timed launches per variant")
+    p.add_argument("--jobs", type=int, help="compile processes (default: all cores)")
+    p.add_argument("--db", type=Path, help="tuning database to record winners in")
+    p.add_argument("--out", type=Path, default=Path("sweep-out"))
+    p.set_defaults(run=_run)
 
 
 def _run(args) -> int:
-    raise SystemExit("kgen sweep: not implemented yet")
+    from kgen.tune.report import plot, summary_table, write_csv
+    from kgen.tune.sweep import SweepOptions, run_sweep
+
+    if args.grid:
+        cases = load_grid(args.grid)
+        if args.case:
+            cases = [c for c in cases if c.name in args.case]
+            if not cases:
+                raise SystemExit(f"kgen sweep: no case named {args.case} in {args.grid}")
+    elif args.heads:
+        cases = [case_from_dict({"H": args.heads, "T": args.q_len, "B": args.batch, "S": args.prefix,
+                                 "mask": args.mask, "dtype": args.dtype, "page_size": args.page_size})]
+    else:
+        raise SystemExit("kgen sweep: give --grid FILE or a shape (--heads H [--q-len T ...])")
+    axes = Axes(heads_per_block=tuple(args.heads_per_block) if args.heads_per_block else None,
+                num_warps=tuple(args.num_warps),
+                vec_width=tuple(args.vec_width) if args.vec_width else None)
+    options = SweepOptions(arch=args.arch, compile_only=True if args.compile_only else None, axes=axes,
+                           reps=args.reps, jobs=args.jobs, db_path=args.db)
+    report = run_sweep(cases, args.out, options)
+    write_csv(report, args.out / "results.csv")
+    plots = plot(report, args.out)
+    print(summary_table(report))
+    meta = report["meta"]
+    print(f"\n{meta['mode']} sweep for {meta['arch']} (kgen {meta['kgen']}, NVRTC {meta['nvrtc']}): "
+          f"{args.out / 'results.json'}, {args.out / 'results.csv'}"
+          + "".join(f", {p}" for p in plots))
+    if "ceilings" in meta:
+        print("ceilings:", json.dumps({k: round(v, 1) if isinstance(v, float) else v
+                                       for k, v in meta["ceilings"].items() if k != "id"}))
+    return 0

@@ -15,11 +15,17 @@ mla_combine(const float* __restrict__ ws_o, const float* __restrict__ ws_lse, T*
   const long long first = static_cast<long long>(b) * num_splits * TOTAL_ROWS + row;
 
   float m = -CUDART_INF_F;
-  for (int s = 0; s < num_splits; ++s) m = fmaxf(m, ws_lse[first + s * TOTAL_ROWS]);
+  bool nan = false;  // a NaN partial (NaN input, invalid sequence) makes the row NaN
+  for (int s = 0; s < num_splits; ++s) {
+    const float x = ws_lse[first + s * TOTAL_ROWS];
+    nan |= x != x;
+    m = fmaxf(m, x);
+  }
+  if (nan) m = CUDART_NAN_F;
   float total = 0.f;
   if (m != -CUDART_INF_F)
     for (int s = 0; s < num_splits; ++s) total += exp2f((ws_lse[first + s * TOTAL_ROWS] - m) * 1.4426950408889634f);
-  const bool seen = m != -CUDART_INF_F;
+  const bool seen = m != -CUDART_INF_F;  // NaN counts as seen, and poisons what follows
   const float inv = seen ? 1.f / total : 0.f;
 
   T* dst = out + b * o_sb + t * o_st + h * o_sh;

@@ -1,0 +1,109 @@
+"""The design space of one MLA spec: which configs a sweep compiles, and which split counts it
+times. Pruning uses kgen.mla.plan, so a refused config never reaches the compiler."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kgen.arch import Arch
+from kgen.mla import Config, ConfigError, Spec, plan
+
+# (smem_stages, block_n): registers-only with a few positions in flight, one shared tile, and
+# cp.async pipelines of two and three tiles.
+STAGE_TILES = ((0, 2), (0, 4), (1, 16), (2, 16), (2, 32), (3, 16))
+
+
+@dataclass(frozen=True)
+class Axes:
+    """Values tried per axis; None means every sensible value (divisors, widest loads)."""
+
+    heads_per_block: tuple[int, ...] | None = None
+    num_warps: tuple[int, ...] = (4, 8)
+    vec_width: tuple[int, ...] | None = None
+    stage_tiles: tuple[tuple[int, int], ...] = STAGE_TILES
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark shape: a Spec plus a batch of equal-length sequences."""
+
+    name: str
+    spec: Spec
+    batch: int
+    prefix: int  # committed positions before the q_len draft tokens
+
+    @property
+    def seq_lens(self) -> list[int]:
+        return [self.prefix + self.spec.q_len] * self.batch
+
+    @property
+    def max_len(self) -> int:
+        """Positions the block table can hold: what config='auto' sees at run time."""
+        ps = self.spec.page_size
+        return -(-(self.prefix + self.spec.q_len) // ps) * ps
+
+
+@dataclass
+class Pruned:
+    kept: list[Config] = field(default_factory=list)
+    refused: list[tuple[Config, str]] = field(default_factory=list)
+
+
+def load_grid(path: str | Path) -> list[Case]:
+    """The cases of a grid file (bench/grid.json's format)."""
+    data = json.loads(Path(path).read_text())
+    return [case_from_dict(c) for c in data["cases"]]
+
+
+def case_from_dict(c: dict) -> Case:
+    mask = c.get("mask", "none")
+    spec = Spec(heads=c["H"], q_len=c.get("T", 1), dtype=c.get("dtype", "bfloat16"),
+                page_size=c.get("page_size", 64), mask=mask,
+                latent_dim=c.get("latent_dim", 512), rope_dim=c.get("rope_dim", 64))
+    return Case(name=c.get("name", spec.short_name()), spec=spec, batch=c["B"], prefix=c["S"])
+
+
+def widest_vec(spec: Spec) -> int:
+    vec = 16 // spec.elem_bytes
+    while spec.latent_dim % vec or spec.rope_dim % vec:
+        vec //= 2
+    return vec
+
+
+def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
+    """Every combination of the axes (kv_splits left at 1: it is chosen at run time)."""
+    hpbs = axes.heads_per_block or tuple(d for d in range(1, spec.heads + 1) if spec.heads % d == 0)
+    vecs = axes.vec_width or (widest_vec(spec),)
+    return [
+        Config(heads_per_block=h, vec_width=v, smem_stages=st, num_warps=w, block_n=n)
+        for h in hpbs for w in axes.num_warps for v in vecs for st, n in axes.stage_tiles
+    ]
+
+
+def prune(spec: Spec, configs: list[Config], arch: Arch) -> Pruned:
+    """Split configs into those that can work on arch and those refused (with the reason)."""
+    result = Pruned()
+    for config in configs:
+        try:
+            plan(spec, config, arch)
+        except (ConfigError, ValueError) as err:
+            result.refused.append((config, str(err)))
+        else:
+            result.kept.append(config)
+    return result
+
+
+def split_candidates(case: Case, config: Config, sm_count: int, max_candidates: int = 4) -> list[int]:
+    """KV split counts worth timing: around the count that puts ~2 blocks on every SM, never
+    more splits than tiles."""
+    blocks = case.batch * (case.spec.heads // config.heads_per_block)
+    tiles = max(1, math.ceil(case.max_len / config.block_n))
+    fill = max(1, math.ceil(2 * sm_count / blocks))
+    options = sorted({1, max(1, fill // 4), max(1, fill // 2), fill, 2 * fill})
+    options = [s for s in options if s <= tiles]
+    if len(options) > max_candidates:
+        options = options[-max_candidates:]
+    return options

@@ -1,0 +1,101 @@
+"""GPU timing: CUDA events around each launch with L2 flushed first, CUDA-graph replay over
+rotated inputs, and the ceilings (copy bandwidth, matmul rate) measured in the same process."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+FLUSH_BYTES = 256 << 20  # over 4x the H200's 60 MB L2
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_us: float
+    p10_us: float
+    p90_us: float
+    runs: int
+
+    def to_dict(self) -> dict:
+        return {"median_us": self.median_us, "p10_us": self.p10_us, "p90_us": self.p90_us,
+                "runs": self.runs}
+
+
+class Timer:
+    def __init__(self, device: torch.device):
+        self.flush_buffer = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=device)
+
+    def flushed(self, fn: Callable[[], object], reps: int = 30, warmup: int = 3) -> Timing:
+        """Median of `reps` launches of fn, each after overwriting L2, timed with CUDA events."""
+        for _ in range(warmup):
+            fn()
+        times = []
+        for _ in range(reps):
+            self.flush_buffer.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1000.0)
+        return _summary(times)
+
+    def graph(self, fns: list[Callable[[], object]], replays: int = 10) -> Timing:
+        """Per-call time of fns captured back to back in one CUDA graph (inputs rotate between
+        them, so KV comes from DRAM when their total is over L2), replayed `replays` times."""
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for fn in fns:
+                fn()
+        stream.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            for fn in fns:
+                fn()
+        graph.replay()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(replays):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1000.0 / len(fns))
+        return _summary(times)
+
+
+def _summary(times: list[float]) -> Timing:
+    times = sorted(times)
+    n = len(times)
+    return Timing(statistics.median(times), times[n // 10], times[min(n - 1, (9 * n) // 10)], n)
+
+
+def measure_ceilings(device: torch.device) -> dict:
+    """Copy and read bandwidth, bf16 and fp32 matmul rates, measured here and now."""
+    timer = Timer(device)
+    n = 1 << 30
+    src = torch.empty(n, dtype=torch.uint8, device=device).random_()
+    dst = torch.empty_like(src)
+    copy = timer.flushed(lambda: dst.copy_(src), reps=10)
+    words = src.view(torch.int32)
+    read = timer.flushed(lambda: words.sum(dtype=torch.int64), reps=10)
+    del src, dst, words
+    ceilings = {
+        "copy_gbs": 2 * n / copy.median_us / 1e3,
+        "read_gbs": n / read.median_us / 1e3,
+    }
+    for name, dtype in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+        size = 8192
+        a = torch.randn(size, size, device=device, dtype=dtype)
+        b = torch.randn(size, size, device=device, dtype=dtype)
+        previous = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False
+        t = timer.flushed(lambda a=a, b=b: a @ b, reps=5)
+        torch.backends.cuda.matmul.allow_tf32 = previous
+        ceilings[f"{name}_tflops"] = 2 * size**3 / t.median_us / 1e6
+    return ceilings

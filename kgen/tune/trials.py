@@ -1,0 +1,105 @@
+"""What one sweep trial does on the GPU: fresh inputs, the float64 oracle, a poisoned run checked
+against it, then timing. Runs inside a worker process (kgen.tune.worker) so a crash is contained."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import torch
+
+from kgen.mla import Config, build
+from kgen.mla.check import check_attention
+from kgen.mla.workload import Workload, make_workload
+from kgen.tune.baseline import torch_mla
+from kgen.tune.reference import torch_reference
+from kgen.tune.space import Case
+from kgen.tune.timing import Timer, measure_ceilings
+
+L2_ROTATION_BYTES = 256 << 20  # graph replays rotate inputs until they outgrow L2 this much
+
+
+class Trials:
+    """Trial runner bound to one GPU (the current one)."""
+
+    def __init__(self):
+        self.device = torch.device("cuda", torch.cuda.current_device())
+        self.timer = Timer(self.device)
+
+    def device(self) -> tuple[str, int]:
+        """The GPU's name and SM count."""
+        props = torch.cuda.get_device_properties(self.device)
+        return props.name, props.multi_processor_count
+
+    def ceilings(self) -> dict:
+        return {"gpu": torch.cuda.get_device_name(self.device), **measure_ceilings(self.device)}
+
+    def variant(self, case: Case, config: Config, splits: list[int], seed: int, reps: int) -> list[dict]:
+        """Check and time `config` at each split count on one fresh workload."""
+        w = make_workload(case.spec, case.seq_lens, device=self.device, seed=seed)
+        ref = [x.cpu().numpy() for x in torch_reference(w)]
+        work = _work(w)
+        results = []
+        for count in splits:
+            cfg = dataclasses.replace(config, kv_splits=count)
+            kernel = build(case.spec, cfg, "native")
+            out, lse = _poisoned(w)
+            kernel(*w.args(), out=out, lse=lse)
+            row = {"config": cfg.to_dict(), "resources": _resources(kernel), **work}
+            try:
+                row["error"] = check_attention(_np(out), _np(lse), *ref, case.spec.dtype)
+            except AssertionError as err:
+                results.append({**row, "status": "wrong", "detail": str(err)})
+                continue
+            timing = self.timer.flushed(lambda k=kernel: k(*w.args(), out=out, lse=lse), reps=reps)
+            results.append({**row, "status": "ok", **timing.to_dict()})
+        return results
+
+    def graph(self, case: Case, config: Config, seed: int) -> dict:
+        """Per-call time of `config` replayed from a CUDA graph over rotated inputs."""
+        kernel = build(case.spec, config, "native")
+        first = make_workload(case.spec, case.seq_lens, device=self.device, seed=seed)
+        copies = max(1, min(16, math.ceil(L2_ROTATION_BYTES / max(1, first.kv_bytes()))))
+        workloads = [first] + [make_workload(case.spec, case.seq_lens, device=self.device, seed=seed + i)
+                               for i in range(1, copies)]
+        outputs = [_poisoned(w) for w in workloads]
+        calls = [lambda w=w, o=o: kernel(*w.args(), out=o[0], lse=o[1]) for w, o in zip(workloads, outputs)]
+        return {**self.timer.graph(calls).to_dict(), "rotated_inputs": copies}
+
+    def baseline(self, case: Case, seed: int, reps: int) -> dict:
+        """The plain torch implementation (gather + bmm + softmax + bmm in the same dtype)."""
+        w = make_workload(case.spec, case.seq_lens, device=self.device, seed=seed)
+        ref = [x.cpu().numpy() for x in torch_reference(w)]
+        prepared = torch_mla.prepare(w)
+        out, lse = torch_mla(prepared)
+        try:
+            error, detail = check_attention(_np(out), _np(lse), *ref, case.spec.dtype), ""
+        except AssertionError as err:
+            error, detail = float("nan"), str(err)
+        timing = self.timer.flushed(lambda: torch_mla(prepared), reps=reps)
+        return {"status": "ok", "error": error, "detail": detail, **_work(w), **timing.to_dict()}
+
+
+def _work(w: Workload) -> dict:
+    """What one call must do: unique KV bytes, all bytes (KV + q + out), FLOPs."""
+    out_bytes = w.q.numel() // w.spec.head_dim * w.spec.latent_dim * w.q.element_size()
+    io = w.kv_bytes() + w.q.numel() * w.q.element_size() + out_bytes
+    return {"kv_bytes": w.kv_bytes(), "bytes": io, "flops": w.flops()}
+
+
+def _poisoned(w: Workload):
+    spec = w.spec
+    out = torch.full((w.batch, spec.q_len, spec.heads, spec.latent_dim), float("nan"),
+                     dtype=w.q.dtype, device=w.q.device)
+    return out, torch.full((w.batch, spec.q_len, spec.heads), float("nan"), device=w.q.device)
+
+
+def _np(x: torch.Tensor) -> np.ndarray:
+    return x.double().cpu().numpy()
+
+
+def _resources(kernel) -> dict:
+    r = kernel.resources
+    return {"registers": r.registers, "smem": r.smem, "spills": r.spills,
+            "occupancy": r.occupancy.fraction, "warps_per_sm": r.occupancy.warps_per_sm}

@@ -1,0 +1,156 @@
+"""The sweep's machinery without a GPU: enumeration, pruning, split candidates, the tuning
+database (keys, staleness), resume and crash handling (with a stub trial executor), and the
+compile-only path of `kgen sweep`."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kgen import __version__
+from kgen.arch import ARCHS
+from kgen.mla import Config, Spec, plan
+from kgen.mla.heuristic import default_config
+from kgen.tune.db import TuningDB, bucket
+from kgen.tune.space import Axes, Case, enumerate_configs, load_grid, prune, split_candidates
+from kgen.tune.sweep import SweepOptions, run_sweep
+from kgen.tune.worker import TrialCrashed
+
+ROOT = Path(__file__).resolve().parent.parent
+GRID = load_grid(ROOT / "bench" / "grid.json")
+
+
+def test_grid_loads_every_case():
+    assert len(GRID) == 14
+    tree = next(c for c in GRID if c.name == "kimi-tp1-verify-tree")
+    assert (tree.spec.heads, tree.spec.q_len, tree.spec.mask, tree.batch, tree.prefix) == (64, 16, "tree", 1, 16384)
+    assert next(c for c in GRID if c.name == "page1-decode").spec.page_size == 1
+
+
+def test_enumeration_and_pruning_agree_with_plan():
+    spec = Spec(heads=16, q_len=4, mask="causal")
+    configs = enumerate_configs(spec, Axes())
+    assert len(configs) == 5 * 2 * 6  # divisors of 16 x warps x (stages, block_n)
+    pruned = prune(spec, configs, ARCHS["sm_120"])
+    assert pruned.kept and pruned.refused
+    for config in pruned.kept:
+        plan(spec, config, ARCHS["sm_120"])
+    assert all(reason.startswith("Config.") for _, reason in pruned.refused)
+    assert len(pruned.kept) + len(pruned.refused) == len(configs)
+
+
+def test_split_candidates_stay_within_tiles():
+    case = Case("c", Spec(heads=8), batch=1, prefix=100)
+    for config in (Config(heads_per_block=8, block_n=32), Config(heads_per_block=1, block_n=16)):
+        splits = split_candidates(case, config, sm_count=132)
+        assert splits == sorted(splits) and len(splits) <= 4
+        assert max(splits) <= -(-case.max_len // config.block_n)
+
+
+@pytest.mark.parametrize("case", GRID, ids=lambda c: c.name)
+@pytest.mark.parametrize("arch", ["sm_120", "sm_90"])
+def test_default_config_is_valid_for_every_grid_case(case, arch):
+    config = default_config(case.spec, case.batch, case.max_len, ARCHS[arch], sm_count=132)
+    plan(case.spec, config, ARCHS[arch])
+    assert config.kv_splits >= 1
+
+
+def test_bucket():
+    assert bucket(1, 16448) == "b1_l32768"
+    assert bucket(32, 4096) == "b32_l4096" and bucket(33, 4097) == "b64_l8192"
+
+
+def test_database_keys_and_staleness(tmp_path):
+    db = TuningDB(tmp_path / "t.json")
+    spec, config = Spec(heads=8), Config(heads_per_block=8, kv_splits=12)
+    db.record("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.0", config, {"median_us": 9.0})
+    assert db.lookup("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.0").config == config
+    for other in (("NVIDIA H100", "sm_90", spec, "b1_l16384", "13.0"),
+                  ("NVIDIA H200", "sm_120", spec, "b1_l16384", "13.0"),
+                  ("NVIDIA H200", "sm_90", Spec(heads=16), "b1_l16384", "13.0"),
+                  ("NVIDIA H200", "sm_90", spec, "b2_l16384", "13.0")):
+        assert db.lookup(*other).config is None
+    stale = db.lookup("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.5")
+    assert stale.config is None and stale.stale
+    data = json.loads((tmp_path / "t.json").read_text())
+    (entry,) = data["entries"].values()
+    entry["kgen"] = "0.0.1"
+    (tmp_path / "t.json").write_text(json.dumps(data))
+    assert db.lookup("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.0").stale
+    assert entry["kgen"] != __version__
+
+
+class StubExecutor:
+    """Trial results without a GPU: times from a formula, one config always wrong, one crashes."""
+
+    def __init__(self, wrong_hpb=None, crash_hpb=None):
+        self.calls = []
+        self.wrong_hpb, self.crash_hpb = wrong_hpb, crash_hpb
+
+    def call(self, method, *args):
+        self.calls.append(method)
+        if method == "device":
+            return "Stub GPU", 100
+        if method == "ceilings":
+            return {"gpu": "Stub GPU", "copy_gbs": 4000.0, "read_gbs": 4000.0, "bf16_tflops": 700.0,
+                    "fp32_tflops": 50.0}
+        work = {"kv_bytes": 1e6, "bytes": 1.1e6, "flops": 1e9}
+        if method == "baseline":
+            return {"status": "ok", "median_us": 500.0, "error": 1e-3, **work}
+        if method == "graph":
+            return {"median_us": 7.0}
+        case, config, splits, seed, reps = args
+        if config.heads_per_block == self.crash_hpb:
+            raise TrialCrashed("illegal address")
+        rows = []
+        for s in splits:
+            cfg = Config(**{**config.to_dict(), "kv_splits": s})
+            status = "wrong" if config.heads_per_block == self.wrong_hpb else "ok"
+            # the wrong config would be the fastest: it must still not be ranked
+            t = 1.0 if status == "wrong" else 100.0 / config.heads_per_block + s
+            rows.append({"config": cfg.to_dict(), "status": status, "median_us": t, "error": 1e-3, **work})
+        return rows
+
+    def close(self):
+        pass
+
+
+def test_sweep_ranks_only_correct_variants_records_and_resumes(tmp_path):
+    case = Case("tiny", Spec(heads=4, q_len=2, mask="causal", dtype="float32"), batch=1, prefix=200)
+    axes = Axes(num_warps=(4,), stage_tiles=((2, 16),))
+    stub = StubExecutor(wrong_hpb=4, crash_hpb=1)
+    options = SweepOptions(arch="sm_90", compile_only=False, axes=axes, executor=stub,
+                           db_path=tmp_path / "db.json", jobs=2)
+    report = run_sweep([case], tmp_path / "out", options)
+    (entry,) = report["cases"]
+    assert entry["best"]["config"]["heads_per_block"] == 2  # hb4 is wrong, hb1 crashed
+    statuses = {(t["config"]["heads_per_block"], t["status"]) for t in entry["trials"]}
+    assert (4, "wrong") in statuses and (1, "failed") in statuses
+    assert entry["torch"]["median_us"] == 500.0 and entry["best"]["graph"]["median_us"] == 7.0
+    db = TuningDB(tmp_path / "db.json")
+    found = db.lookup("Stub GPU", "sm_90", case.spec, bucket(1, case.max_len), report["meta"]["nvrtc"])
+    assert found.config.heads_per_block == 2
+
+    resumed = StubExecutor(wrong_hpb=4, crash_hpb=1)
+    options.executor = resumed
+    again = run_sweep([case], tmp_path / "out", options)
+    assert "variant" not in resumed.calls and "baseline" not in resumed.calls
+    assert again["cases"][0]["best"] == entry["best"]
+
+
+def test_compile_only_cli_writes_the_table_and_files(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = tmp_path / "sweep"
+    run = subprocess.run(
+        [sys.executable, "-m", "kgen", "sweep", "--heads", "4", "--q-len", "2", "--mask", "causal",
+         "--heads-per-block", "2", "4", "--num-warps", "4", "--compile-only", "--jobs", "2", "--out", str(out)],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert "compile-only sweep for sm_120" in run.stdout and "refused before compiling" in run.stdout
+    report = json.loads((out / "results.json").read_text())
+    variants = report["cases"][0]["variants"]
+    assert variants and all(v["status"] == "compiled" and v["registers"] > 0 for v in variants)
+    assert (out / "results.csv").read_text().startswith("case,kind,heads_per_block")
