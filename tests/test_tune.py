@@ -92,7 +92,7 @@ class StubExecutor:
 
     def call(self, method, *args):
         self.calls.append(method)
-        if method == "device":
+        if method == "gpu":
             return "Stub GPU", 100
         if method == "ceilings":
             return {"gpu": "Stub GPU", "copy_gbs": 4000.0, "read_gbs": 4000.0, "bf16_tflops": 700.0,

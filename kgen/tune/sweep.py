@@ -137,7 +137,7 @@ def _time_cases(cases: list[Case], report: dict, arch, out_dir: Path, options: S
     executor = options.executor or (InProcessExecutor() if options.in_process else WorkerExecutor())
     db = TuningDB(options.db_path) if options.db_path else TuningDB.user()
     try:
-        gpu, sms = executor.call("device")
+        gpu, sms = executor.call("gpu")
         report["meta"]["gpu"] = gpu
         if "ceilings" not in progress.done:
             progress.add({"id": "ceilings", **executor.call("ceilings")})

@@ -27,7 +27,7 @@ class Trials:
         self.device = torch.device("cuda", torch.cuda.current_device())
         self.timer = Timer(self.device)
 
-    def device(self) -> tuple[str, int]:
+    def gpu(self) -> tuple[str, int]:
         """The GPU's name and SM count."""
         props = torch.cuda.get_device_properties(self.device)
         return props.name, props.multi_processor_count
