@@ -23,9 +23,10 @@ def default_config(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_coun
     """Amortise KV reads over as many heads as registers allow, then split KV until the blocks
     fill every SM for the occupancy the layout allows."""
     vec = _widest_vec(spec)
-    stages, block_n = (2, 32) if vec * spec.elem_bytes >= 4 else (1, 32)
-    while stages * block_n * spec.head_dim * spec.elem_bytes > arch.smem_per_block and block_n > 8:
-        block_n //= 2
+    # Short tiles in a deep cp.async pipeline won most H200 sweeps (bench/RESULTS.md).
+    stages, block_n = (3, 16) if vec * spec.elem_bytes >= 4 else (1, 16)
+    while stages * block_n * spec.head_dim * spec.elem_bytes > arch.smem_per_block and stages > 2:
+        stages -= 1
     best = None
     for hpb in sorted((d for d in range(1, spec.heads + 1) if spec.heads % d == 0), reverse=True):
         rows = spec.q_len * hpb
