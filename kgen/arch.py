@@ -1,4 +1,4 @@
-"""GPU architectures kgen compiles for: their per-SM and per-block limits and the occupancy model."""
+"""GPU architectures kgen compiles for: per-SM and per-block limits, and the occupancy model."""
 
 from __future__ import annotations
 
@@ -45,7 +45,9 @@ class Arch:
     def nvrtc_arch(self) -> str:
         return self.name
 
-    def occupancy(self, threads_per_block: int, regs_per_thread: int, smem_per_block: int) -> Occupancy:
+    def occupancy(
+        self, threads_per_block: int, regs_per_thread: int, smem_per_block: int
+    ) -> Occupancy:
         """Blocks of this shape that fit on one SM at once (CUDA's occupancy calculator rules)."""
         warps_per_block = math.ceil(threads_per_block / 32)
         if (

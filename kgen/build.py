@@ -91,8 +91,15 @@ def _build_uncached(program: Program, arch: Arch, options: tuple[str, ...], key:
             if entry is not None:
                 return _from_entry(program, arch, key, entry.meta, entry.cubin)
         result = compile_cubin(program.source, arch.nvrtc_arch, options, name=f"{stem}.cu")
-        binary = Binary(program, arch, key, result.cubin, result.log,
-                        parse_ptxas_log(result.log), origin="compiled")
+        binary = Binary(
+            program,
+            arch,
+            key,
+            result.cubin,
+            result.log,
+            parse_ptxas_log(result.log),
+            origin="compiled",
+        )
         if cache is not None:
             meta = _metadata(binary, options)
             _try(cache, "write", lambda: cache.store(stem, result.cubin, program.source, meta))
@@ -122,8 +129,11 @@ def _acquire_lock(cache: DiskCache, stem: str):
 
 
 def _warn_unusable(cache: DiskCache, what: str, exc: OSError) -> None:
-    warnings.warn(f"kgen cache at {cache.root} unusable ({what}: {exc}); compiling in memory",
-                  CacheWarning, stacklevel=5)
+    warnings.warn(
+        f"kgen cache at {cache.root} unusable ({what}: {exc}); compiling in memory",
+        CacheWarning,
+        stacklevel=5,
+    )
 
 
 def _metadata(binary: Binary, options: tuple[str, ...]) -> dict:
@@ -145,4 +155,3 @@ def _metadata(binary: Binary, options: tuple[str, ...]) -> dict:
 def _from_entry(program: Program, arch: Arch, key: str, meta: dict, cubin: bytes) -> Binary:
     usage = {name: FunctionUsage(**u) for name, u in meta["usage"].items()}
     return Binary(program, arch, key, cubin, meta["log"], usage, origin="disk")
-

@@ -64,8 +64,11 @@ class DiskCache:
             return None
         problem = self._problem(stem, key)
         if problem:
-            warnings.warn(f"kgen cache entry {stem} is damaged ({problem}); rebuilding it",
-                          CacheWarning, stacklevel=3)
+            warnings.warn(
+                f"kgen cache entry {stem} is damaged ({problem}); rebuilding it",
+                CacheWarning,
+                stacklevel=3,
+            )
             return None
         meta = json.loads(meta_path.read_text())
         return Entry(stem=stem, meta=meta, cubin=self._path(stem, ".cubin").read_bytes())
@@ -115,8 +118,9 @@ class DiskCache:
         """Every entry with its size on disk and whether its checksum holds."""
         result = []
         for stem in self.stems():
-            size = sum(self._path(stem, s).stat().st_size
-                       for s in SUFFIXES if self._path(stem, s).exists())
+            size = sum(
+                self._path(stem, s).stat().st_size for s in SUFFIXES if self._path(stem, s).exists()
+            )
             problem = self._problem(stem)
             result.append(EntryStatus(stem, size, not problem, problem))
         return result

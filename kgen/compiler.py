@@ -18,7 +18,9 @@ class CompileError(RuntimeError):
     def __init__(self, name: str, arch: str, log: str, source: str):
         self.name, self.arch, self.log, self.source = name, arch, log, source
         numbered = "\n".join(f"{i:5d}  {line}" for i, line in enumerate(source.splitlines(), 1))
-        super().__init__(f"NVRTC failed to compile {name} for {arch}:\n{log}\n--- source ---\n{numbered}")
+        super().__init__(
+            f"NVRTC failed to compile {name} for {arch}:\n{log}\n--- source ---\n{numbered}"
+        )
 
 
 @dataclass(frozen=True)

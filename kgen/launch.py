@@ -61,10 +61,14 @@ def _device(index: int | None) -> driver.CUdevice:
 def device_compute_capability(index: int | None = None) -> tuple[int, int]:
     dev = _device(index)
     attr = driver.CUdevice_attribute
-    major = check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
-                  "cuDeviceGetAttribute")
-    minor = check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
-                  "cuDeviceGetAttribute")
+    major = check(
+        driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+        "cuDeviceGetAttribute",
+    )
+    minor = check(
+        driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+        "cuDeviceGetAttribute",
+    )
     return major, minor
 
 
@@ -111,13 +115,22 @@ class Kernel:
         _ensure_context(device)
         if smem > MAX_DEFAULT_DYNAMIC_SMEM and self._max_smem_set.get(device, 0) < smem:
             attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            check(driver.cuKernelSetAttribute(attr, smem, self.handle, _device(device)),
-                  f"cuKernelSetAttribute({self.name}, max dynamic smem {smem})")
+            check(
+                driver.cuKernelSetAttribute(attr, smem, self.handle, _device(device)),
+                f"cuKernelSetAttribute({self.name}, max dynamic smem {smem})",
+            )
             self._max_smem_set[device] = smem
         pointers = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
         check(
-            driver.cuLaunchKernel(self.handle, *grid, *block, smem, driver.CUstream(stream),
-                                  ctypes.addressof(pointers), 0),
+            driver.cuLaunchKernel(
+                self.handle,
+                *grid,
+                *block,
+                smem,
+                driver.CUstream(stream),
+                ctypes.addressof(pointers),
+                0,
+            ),
             f"cuLaunchKernel({self.name}, grid={grid}, block={block}, smem={smem})",
         )
 
@@ -133,8 +146,13 @@ class Module:
             f"cuLibraryLoadData({binary.stem})",
         )
         self.kernels = {
-            name: Kernel(name, check(driver.cuLibraryGetKernel(self.library, name.encode()),
-                                     f"cuLibraryGetKernel({name})"))
+            name: Kernel(
+                name,
+                check(
+                    driver.cuLibraryGetKernel(self.library, name.encode()),
+                    f"cuLibraryGetKernel({name})",
+                ),
+            )
             for name in binary.program.entry_points
         }
 
@@ -181,7 +199,9 @@ def function_usage(binary: Binary, name: str, device: int | None = None) -> Func
     dev = _device(device)
 
     def attribute(attr):
-        return check(driver.cuKernelGetAttribute(attr, kernel, dev), f"cuKernelGetAttribute({name})")
+        return check(
+            driver.cuKernelGetAttribute(attr, kernel, dev), f"cuKernelGetAttribute({name})"
+        )
 
     a = driver.CUfunction_attribute
     return FunctionUsage(

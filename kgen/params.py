@@ -22,7 +22,9 @@ class Params:
         names = {f.name for f in fields(cls)}
         unknown = set(data) - names
         if unknown:
-            raise ParamError(f"{cls.__name__} has no field(s) {sorted(unknown)}; fields: {sorted(names)}")
+            raise ParamError(
+                f"{cls.__name__} has no field(s) {sorted(unknown)}; fields: {sorted(names)}"
+            )
         return cls(**data)
 
     def key(self) -> str:
@@ -39,7 +41,8 @@ class Params:
         value = getattr(self, field)
         self._require(
             isinstance(value, int) and not isinstance(value, bool) and low <= value <= high,
-            field, f"must be an integer in [{low}, {high}]",
+            field,
+            f"must be an integer in [{low}, {high}]",
         )
 
     def _require_choice(self, field: str, choices: tuple) -> None:

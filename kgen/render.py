@@ -86,9 +86,7 @@ def environment(search_path: Path | None = None) -> jinja2.Environment:
     )
 
 
-def render(
-    template: str, values: Mapping[str, Value], search_path: Path | None = None
-) -> str:
+def render(template: str, values: Mapping[str, Value], search_path: Path | None = None) -> str:
     """Render `template` (a path under templates/) with C++ literals made from `values`."""
     literals = {key: cpp_literal(value) for key, value in values.items()}
     try:

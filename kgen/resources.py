@@ -11,9 +11,7 @@ from kgen.arch import Arch, Occupancy
 UNKNOWN = -1  # a figure the toolchain did not report
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\w+)'")
-_FRAME = re.compile(
-    r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads"
-)
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _REGS = re.compile(r"Used (\d+) registers")
 _SMEM = re.compile(r"(\d+) bytes smem")
 

@@ -12,14 +12,21 @@ from hypothesis import HealthCheck, settings
 TEMPLATES = Path(__file__).parent / "templates"
 
 settings.register_profile(
-    "ci", deadline=None, derandomize=True, print_blob=True,
+    "ci",
+    deadline=None,
+    derandomize=True,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 settings.register_profile(
-    "dev", deadline=None, print_blob=True,
+    "dev",
+    deadline=None,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-settings.load_profile(os.environ.get("KGEN_HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+settings.load_profile(
+    os.environ.get("KGEN_HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
+)
 
 
 def _gpu_present() -> bool:

@@ -15,8 +15,13 @@ def reference_for(w: Workload):
     if spec.mask == "tree":
         mask = w.mask.cpu().numpy()
     return mla_reference(
-        w.q.double().cpu().numpy(), w.kv_cache.double().cpu().numpy(),
-        w.block_table.cpu().numpy(), w.seq_lens.cpu().numpy(), mask, w.scale, spec.latent_dim,
+        w.q.double().cpu().numpy(),
+        w.kv_cache.double().cpu().numpy(),
+        w.block_table.cpu().numpy(),
+        w.seq_lens.cpu().numpy(),
+        mask,
+        w.scale,
+        spec.latent_dim,
     )
 
 
@@ -25,8 +30,12 @@ def run_poisoned(kernel, w: Workload, **kwargs):
     import torch
 
     spec = w.spec
-    out = torch.full((w.batch, spec.q_len, spec.heads, spec.latent_dim), float("nan"),
-                     dtype=w.q.dtype, device=w.q.device)
+    out = torch.full(
+        (w.batch, spec.q_len, spec.heads, spec.latent_dim),
+        float("nan"),
+        dtype=w.q.dtype,
+        device=w.q.device,
+    )
     lse = torch.full((w.batch, spec.q_len, spec.heads), float("nan"), device=w.q.device)
     kernel(*w.args(), out=out, lse=lse, **kwargs)
     torch.cuda.synchronize()
@@ -37,7 +46,7 @@ def to_numpy(out, lse):
     return out.double().cpu().numpy(), lse.double().cpu().numpy()
 
 
-def never_visible(w: Workload) -> "np.ndarray":
+def never_visible(w: Workload) -> np.ndarray:
     """bool [num_pages, page_size]: cache rows no query row of any sequence may read."""
     spec = w.spec
     ps = spec.page_size

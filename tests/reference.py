@@ -41,7 +41,9 @@ def mla_reference(q, kv_cache, block_table, seq_lens, mask, scale: float, latent
         pages = [int(p) for p in block_table[b, : -(-length // page_size)]]
         keys = np.concatenate([kv_cache[p] for p in pages])[:length]  # gathered, in order
         for t in range(q_len):
-            positions = list(range(prefix)) + [prefix + j for j in visible_drafts(mask, b, t, q_len)]
+            positions = list(range(prefix)) + [
+                prefix + j for j in visible_drafts(mask, b, t, q_len)
+            ]
             if not positions:
                 continue
             k = keys[positions]  # [n, D]

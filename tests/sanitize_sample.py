@@ -18,22 +18,40 @@ from tests.mla_helpers import reference_for, run_poisoned, to_numpy  # noqa: E40
 from tests.reference import check_attention  # noqa: E402
 
 SAMPLE = [  # (spec, config): every stage kind, q source, position groups, splits, mask, dtype
-    (Spec(heads=8, q_len=1, dtype="bfloat16", page_size=64, mask="none"),
-     Config(heads_per_block=8, kv_splits=4, vec_width=8, smem_stages=2, num_warps=4, block_n=32)),
-    (Spec(heads=4, q_len=4, dtype="bfloat16", page_size=16, mask="tree"),
-     Config(heads_per_block=4, kv_splits=3, vec_width=8, smem_stages=3, num_warps=2, block_n=16)),
-    (Spec(heads=8, q_len=4, dtype="bfloat16", page_size=64, mask="tree"),  # q in shared memory
-     Config(heads_per_block=8, kv_splits=2, vec_width=8, smem_stages=2, num_warps=4, block_n=16)),
-    (Spec(heads=8, q_len=4, dtype="bfloat16", page_size=64, mask="tree"),  # q from global (L1)
-     Config(heads_per_block=8, kv_splits=16, vec_width=8, smem_stages=2, num_warps=4, block_n=32)),
-    (Spec(heads=2, q_len=1, dtype="float32", page_size=1, mask="none"),  # position groups
-     Config(heads_per_block=1, kv_splits=1, vec_width=4, smem_stages=1, num_warps=8, block_n=8)),
-    (Spec(heads=3, q_len=5, dtype="float16", page_size=3, mask="causal"),
-     Config(heads_per_block=1, kv_splits=7, vec_width=2, smem_stages=0, num_warps=2, block_n=4)),
-    (Spec(heads=4, q_len=2, dtype="float32", page_size=128, mask="causal"),
-     Config(heads_per_block=2, kv_splits=1, vec_width=1, smem_stages=1, num_warps=2, block_n=8)),
-    (Spec(heads=16, q_len=16, dtype="bfloat16", page_size=64, mask="tree"),
-     Config(heads_per_block=2, kv_splits=5, vec_width=8, smem_stages=2, num_warps=8, block_n=16)),
+    (
+        Spec(heads=8, q_len=1, dtype="bfloat16", page_size=64, mask="none"),
+        Config(heads_per_block=8, kv_splits=4, vec_width=8, smem_stages=2, num_warps=4, block_n=32),
+    ),
+    (
+        Spec(heads=4, q_len=4, dtype="bfloat16", page_size=16, mask="tree"),
+        Config(heads_per_block=4, kv_splits=3, vec_width=8, smem_stages=3, num_warps=2, block_n=16),
+    ),
+    (
+        Spec(heads=8, q_len=4, dtype="bfloat16", page_size=64, mask="tree"),  # q in shared memory
+        Config(heads_per_block=8, kv_splits=2, vec_width=8, smem_stages=2, num_warps=4, block_n=16),
+    ),
+    (
+        Spec(heads=8, q_len=4, dtype="bfloat16", page_size=64, mask="tree"),  # q from global (L1)
+        Config(
+            heads_per_block=8, kv_splits=16, vec_width=8, smem_stages=2, num_warps=4, block_n=32
+        ),
+    ),
+    (
+        Spec(heads=2, q_len=1, dtype="float32", page_size=1, mask="none"),  # position groups
+        Config(heads_per_block=1, kv_splits=1, vec_width=4, smem_stages=1, num_warps=8, block_n=8),
+    ),
+    (
+        Spec(heads=3, q_len=5, dtype="float16", page_size=3, mask="causal"),
+        Config(heads_per_block=1, kv_splits=7, vec_width=2, smem_stages=0, num_warps=2, block_n=4),
+    ),
+    (
+        Spec(heads=4, q_len=2, dtype="float32", page_size=128, mask="causal"),
+        Config(heads_per_block=2, kv_splits=1, vec_width=1, smem_stages=1, num_warps=2, block_n=8),
+    ),
+    (
+        Spec(heads=16, q_len=16, dtype="bfloat16", page_size=64, mask="tree"),
+        Config(heads_per_block=2, kv_splits=5, vec_width=8, smem_stages=2, num_warps=8, block_n=16),
+    ),
 ]
 
 
@@ -42,8 +60,10 @@ def main() -> int:
         w = make_workload(spec, [spec.q_len, spec.q_len + 77, spec.q_len + 300], seed=7)
         out, lse = run_poisoned(build(spec, config, "native"), w)
         err = check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)
-        print(f"ok  {spec.short_name():32s} {config.short_name():26s} splits={config.kv_splits:<3d} "
-              f"err={err:.2e}")
+        print(
+            f"ok  {spec.short_name():32s} {config.short_name():26s} splits={config.kv_splits:<3d} "
+            f"err={err:.2e}"
+        )
     return 0
 
 

@@ -21,10 +21,18 @@ def divisors(n: int) -> list[int]:
 def specs(draw, max_q_len: int = 16, dtypes=("float32", "float16", "bfloat16"), small_dims=False):
     mask = draw(st.sampled_from(["none", "causal", "tree"]))
     q_len = 1 if mask == "none" else draw(st.integers(1, max_q_len))
-    latent, rope = (512, 64) if not small_dims else draw(st.sampled_from([(512, 64), (64, 32), (128, 0)]))
-    return Spec(heads=draw(st.sampled_from(HEADS)), q_len=q_len, latent_dim=latent, rope_dim=rope,
-                dtype=draw(st.sampled_from(dtypes)), page_size=draw(st.sampled_from(PAGE_SIZES)),
-                mask=mask)
+    latent, rope = (
+        (512, 64) if not small_dims else draw(st.sampled_from([(512, 64), (64, 32), (128, 0)]))
+    )
+    return Spec(
+        heads=draw(st.sampled_from(HEADS)),
+        q_len=q_len,
+        latent_dim=latent,
+        rope_dim=rope,
+        dtype=draw(st.sampled_from(dtypes)),
+        page_size=draw(st.sampled_from(PAGE_SIZES)),
+        mask=mask,
+    )
 
 
 @st.composite
@@ -54,7 +62,7 @@ def configs(draw, spec: Spec, arch: Arch):
 
 @st.composite
 def seq_lens(draw, spec: Spec, max_batch: int = 3, max_prefix: int = 700):
-    """Total lengths (prefix + q_len): prefix 0, tiny, odd and a few tiles long, mixed in a batch."""
+    """Total lengths (prefix + q_len): prefix 0, tiny, odd, a few tiles long; mixed in a batch."""
     prefix = st.one_of(st.just(0), st.integers(1, 40), st.integers(41, max_prefix))
     count = draw(st.integers(1, max_batch))
     return [draw(prefix) + spec.q_len for _ in range(count)]

@@ -36,8 +36,13 @@ BUILD_SCRIPT = textwrap.dedent("""
 
 def run_build(cache: Path, start: float = 0.0, **env) -> subprocess.Popen:
     environment = {**os.environ, "KGEN_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT), **env}
-    return subprocess.Popen([sys.executable, "-c", BUILD_SCRIPT, str(start)], env=environment,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", BUILD_SCRIPT, str(start)],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def result(proc: subprocess.Popen) -> tuple[str, str]:
@@ -163,8 +168,13 @@ def test_cache_cli_ls_verify_clear(fresh_cache):
     env = {**os.environ, "KGEN_CACHE_DIR": str(fresh_cache), "PYTHONPATH": str(ROOT)}
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "kgen", "cache", *args], env=env,
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "kgen", "cache", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     listing = cli("ls")
     assert listing.returncode == 0 and binary.stem in listing.stdout

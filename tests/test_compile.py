@@ -22,7 +22,7 @@ def test_small_template_compiles_for_arch(arch):
 
 
 def test_compile_error_carries_log_and_numbered_source():
-    source = "extern \"C\" __global__ void broken(float* x) {\n  x[0] = undefined_name;\n}\n"
+    source = 'extern "C" __global__ void broken(float* x) {\n  x[0] = undefined_name;\n}\n'
     with pytest.raises(CompileError) as info:
         compile_cubin(source, "sm_120", name="broken.cu")
     err = info.value
@@ -53,7 +53,12 @@ def test_ptxas_log_parser():
     assert usage["mla_combine"].registers == 40 and usage["mla_combine"].static_smem == 0
     attn = usage["mla_attention"]
     assert (attn.registers, attn.static_smem, attn.stack, attn.spill_stores, attn.spill_loads) == (
-        255, 400, 1608, 1604, 1620)
+        255,
+        400,
+        1608,
+        1604,
+        1620,
+    )
 
 
 def test_occupancy_model_limits():

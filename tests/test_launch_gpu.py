@@ -18,10 +18,19 @@ def launch_axpy(module, x, y, alpha):
 
     n = x.numel()
     grid = (-(-n // (BLOCK * ITEMS)), 1, 1)
-    args = [ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(y.data_ptr()), ctypes.c_float(alpha),
-            ctypes.c_int64(n)]
-    module["axpy"].launch(grid, (BLOCK, 1, 1), args, stream=torch.cuda.current_stream().cuda_stream,
-                          device=x.device.index)
+    args = [
+        ctypes.c_void_p(x.data_ptr()),
+        ctypes.c_void_p(y.data_ptr()),
+        ctypes.c_float(alpha),
+        ctypes.c_int64(n),
+    ]
+    module["axpy"].launch(
+        grid,
+        (BLOCK, 1, 1),
+        args,
+        stream=torch.cuda.current_stream().cuda_stream,
+        device=x.device.index,
+    )
 
 
 @pytest.fixture

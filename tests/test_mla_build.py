@@ -12,10 +12,12 @@ from kgen.resources import cubin_arch
 
 from .strategies import configs, raw_configs, specs
 
-INTERFACE_SPEC = Spec(heads=8, q_len=4, latent_dim=512, rope_dim=64, dtype="bfloat16", page_size=64,
-                      mask="tree")
-INTERFACE_CONFIG = Config(heads_per_block=8, kv_splits=16, vec_width=8, smem_stages=2, num_warps=4,
-                          block_n=32)
+INTERFACE_SPEC = Spec(
+    heads=8, q_len=4, latent_dim=512, rope_dim=64, dtype="bfloat16", page_size=64, mask="tree"
+)
+INTERFACE_CONFIG = Config(
+    heads_per_block=8, kv_splits=16, vec_width=8, smem_stages=2, num_warps=4, block_n=32
+)
 
 
 def test_interface_example_builds_without_a_gpu():
@@ -63,16 +65,28 @@ def monkeypatch_module():
     patch.undo()
 
 
-@pytest.mark.parametrize("spec, config, field, reason", [
-    (Spec(heads=8), Config(heads_per_block=3), "heads_per_block", "divide heads=8"),
-    (Spec(heads=8, dtype="float32"), Config(vec_width=8), "vec_width", "32 bytes"),
-    (Spec(heads=8, latent_dim=500, rope_dim=76), Config(vec_width=8), "vec_width", "must divide"),
-    (Spec(heads=8), Config(vec_width=1, smem_stages=2), "smem_stages", "cp.async"),
-    (Spec(heads=8), Config(smem_stages=3, block_n=32), "smem_stages", "101376"),
-    (Spec(heads=64, q_len=16, mask="tree"), Config(heads_per_block=64, num_warps=4), "num_warps",
-     "per warp"),
-    (Spec(heads=8), Config(smem_stages=0, block_n=64), "block_n", "registers"),
-])
+@pytest.mark.parametrize(
+    "spec, config, field, reason",
+    [
+        (Spec(heads=8), Config(heads_per_block=3), "heads_per_block", "divide heads=8"),
+        (Spec(heads=8, dtype="float32"), Config(vec_width=8), "vec_width", "32 bytes"),
+        (
+            Spec(heads=8, latent_dim=500, rope_dim=76),
+            Config(vec_width=8),
+            "vec_width",
+            "must divide",
+        ),
+        (Spec(heads=8), Config(vec_width=1, smem_stages=2), "smem_stages", "cp.async"),
+        (Spec(heads=8), Config(smem_stages=3, block_n=32), "smem_stages", "101376"),
+        (
+            Spec(heads=64, q_len=16, mask="tree"),
+            Config(heads_per_block=64, num_warps=4),
+            "num_warps",
+            "per warp",
+        ),
+        (Spec(heads=8), Config(smem_stages=0, block_n=64), "block_n", "registers"),
+    ],
+)
 def test_refusals_name_field_and_reason(spec, config, field, reason):
     with pytest.raises(ConfigError, match=rf"Config\.{field}=.*{reason}"):
         plan(spec, config, ARCHS["sm_120"])

@@ -30,7 +30,9 @@ def test_matches_reference(data):
     spec = data.draw(specs(), label="spec")
     config = data.draw(configs(spec, native()), label="config")
     lens = data.draw(seq_lens(spec), label="seq_lens")
-    w = make_workload(spec, lens, seed=data.draw(SEEDS), mask_kind=data.draw(st.sampled_from(["tree", "random"])))
+    w = make_workload(
+        spec, lens, seed=data.draw(SEEDS), mask_kind=data.draw(st.sampled_from(["tree", "random"]))
+    )
     out, lse = run_poisoned(build(spec, config, "native"), w)
     check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)
 
@@ -84,7 +86,9 @@ def test_permuting_pages_changes_nothing(data):
     w = make_workload(spec, data.draw(seq_lens(spec)), seed=data.draw(SEEDS))
     kernel = build(spec, config, "native")
     before = run_poisoned(kernel, w)
-    perm = torch.randperm(w.kv_cache.shape[0], generator=torch.Generator().manual_seed(data.draw(SEEDS)))
+    perm = torch.randperm(
+        w.kv_cache.shape[0], generator=torch.Generator().manual_seed(data.draw(SEEDS))
+    )
     perm = perm.to(w.kv_cache.device)
     moved = torch.empty_like(w.kv_cache)
     moved[perm] = w.kv_cache  # page p now lives at perm[p]
@@ -103,7 +107,10 @@ def test_single_token_under_any_mask_is_decode(data):
     config = data.draw(configs(decode, native()), label="config")
     w = make_workload(decode, data.draw(seq_lens(decode)), seed=data.draw(SEEDS))
     expected = run_poisoned(build(decode, config, "native"), w)
-    for mask, tensor in (("causal", None), ("tree", torch.ones(1, 1, dtype=torch.bool, device="cuda"))):
+    for mask, tensor in (
+        ("causal", None),
+        ("tree", torch.ones(1, 1, dtype=torch.bool, device="cuda")),
+    ):
         spec = Spec(**{**decode.to_dict(), "mask": mask})
         w.spec, w.mask = spec, tensor
         got = run_poisoned(build(spec, config, "native"), w)
@@ -128,8 +135,10 @@ def test_hostile_inputs(case, dtype):
     else:
         values = torch.arange(w.kv_cache.numel(), device="cuda", dtype=torch.float32)
         w.kv_cache.copy_(((values % 97) / 97 - 0.5).reshape(w.kv_cache.shape))
-    for config in (Config(heads_per_block=4, kv_splits=3, vec_width=4, smem_stages=2, block_n=8),
-                   Config(heads_per_block=1, kv_splits=1, vec_width=1, smem_stages=0, block_n=2)):
+    for config in (
+        Config(heads_per_block=4, kv_splits=3, vec_width=4, smem_stages=2, block_n=8),
+        Config(heads_per_block=1, kv_splits=1, vec_width=1, smem_stages=0, block_n=2),
+    ):
         out, lse = run_poisoned(build(spec, config, "native"), w)
         check_attention(*to_numpy(out, lse), *reference_for(w), dtype)
 
@@ -140,9 +149,19 @@ def test_empty_rows_and_more_splits_than_tiles():
 
     spec = Spec(heads=2, q_len=4, dtype="float32", page_size=16, mask="tree")
     w = make_workload(spec, [4, 4 + 5], seed=2)
-    w.mask = torch.tensor([[1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 1, 0], [0, 0, 0, 1]],
-                          dtype=torch.bool, device="cuda").expand(2, 4, 4).contiguous()
-    for config in (Config(kv_splits=1, vec_width=4, block_n=16), Config(kv_splits=64, vec_width=4, block_n=4)):
+    w.mask = (
+        torch.tensor(
+            [[1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 1, 0], [0, 0, 0, 1]],
+            dtype=torch.bool,
+            device="cuda",
+        )
+        .expand(2, 4, 4)
+        .contiguous()
+    )
+    for config in (
+        Config(kv_splits=1, vec_width=4, block_n=16),
+        Config(kv_splits=64, vec_width=4, block_n=4),
+    ):
         out, lse = run_poisoned(build(spec, config, "native"), w)
         assert torch.all(out[0, 1] == 0) and torch.all(lse[0, 1] == float("-inf"))
         check_attention(*to_numpy(out, lse), *reference_for(w), "float32")
@@ -152,9 +171,14 @@ def test_nan_in_one_query_row_stays_in_that_row():
     spec = Spec(heads=4, q_len=2, dtype="bfloat16", page_size=64, mask="causal")
     w = make_workload(spec, [130, 70], seed=3)
     w.q[1, 0, 2, 5] = float("nan")
-    for config in (Config(heads_per_block=4, kv_splits=4), Config(heads_per_block=1, smem_stages=0, block_n=4)):
+    for config in (
+        Config(heads_per_block=4, kv_splits=4),
+        Config(heads_per_block=1, smem_stages=0, block_n=4),
+    ):
         out, lse = run_poisoned(build(spec, config, "native"), w)
-        check_attention(*to_numpy(out, lse), *reference_for(w), "bfloat16")  # NaN exactly where ref has it
+        check_attention(
+            *to_numpy(out, lse), *reference_for(w), "bfloat16"
+        )  # NaN exactly where ref has it
         assert out[1, 0, 2].isnan().all() and not out[1, 0, :2].isnan().any()
 
 

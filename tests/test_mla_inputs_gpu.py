@@ -12,32 +12,58 @@ SPEC = Spec(heads=4, q_len=2, dtype="bfloat16", page_size=16, mask="tree")
 
 @pytest.fixture
 def case():
-    return build(SPEC, Config(heads_per_block=2, vec_width=8), "native"), make_workload(SPEC, [20, 33])
+    return build(SPEC, Config(heads_per_block=2, vec_width=8), "native"), make_workload(
+        SPEC, [20, 33]
+    )
 
 
 def call(kernel, w, **changes):
-    args = {"q": w.q, "kv_cache": w.kv_cache, "block_table": w.block_table,
-            "seq_lens": w.seq_lens, "mask": w.mask, **changes}
+    args = {
+        "q": w.q,
+        "kv_cache": w.kv_cache,
+        "block_table": w.block_table,
+        "seq_lens": w.seq_lens,
+        "mask": w.mask,
+        **changes,
+    }
     return kernel(args["q"], args["kv_cache"], args["block_table"], args["seq_lens"], args["mask"])
 
 
-@pytest.mark.parametrize("name, change, message", [
-    ("q", lambda w: w.q.float(), r"q: expected dtype torch.bfloat16"),
-    ("q", lambda w: w.q[:, :1], r"q: expected shape \[B, 2, 4, 576\]"),
-    ("q", lambda w: w.q.cpu(), r"q: expected a CUDA tensor"),
-    ("q", lambda w: w.q.new_empty(w.q.numel() + 4)[4:].view(w.q.shape), r"q: .*aligned to 16 bytes"),
-    ("q", lambda w: w.q.transpose(2, 3).contiguous().transpose(2, 3), r"q: expected a contiguous last"),
-    ("kv_cache", lambda w: w.kv_cache[:, :8], r"kv_cache: expected shape \[num_pages, 16, 576\]"),
-    ("kv_cache", lambda w: w.kv_cache.half(), r"kv_cache: expected dtype torch.bfloat16"),
-    ("kv_cache", lambda w: w.kv_cache.new_empty(w.kv_cache.shape[0], 16, 580)[..., :576],
-     r"kv_cache: expected strides that are multiples of vec_width=8"),
-    ("block_table", lambda w: w.block_table.long(), r"block_table: expected dtype torch.int32"),
-    ("block_table", lambda w: w.block_table[:1], r"block_table: expected 2 rows"),
-    ("seq_lens", lambda w: w.seq_lens[:1], r"seq_lens: expected shape \[2\]"),
-    ("mask", lambda w: None, r"mask: expected a tree mask"),
-    ("mask", lambda w: w.mask[:, :1], r"mask: expected bool shape"),
-    ("mask", lambda w: w.mask.float(), r"mask: expected dtype bool"),
-])
+@pytest.mark.parametrize(
+    "name, change, message",
+    [
+        ("q", lambda w: w.q.float(), r"q: expected dtype torch.bfloat16"),
+        ("q", lambda w: w.q[:, :1], r"q: expected shape \[B, 2, 4, 576\]"),
+        ("q", lambda w: w.q.cpu(), r"q: expected a CUDA tensor"),
+        (
+            "q",
+            lambda w: w.q.new_empty(w.q.numel() + 4)[4:].view(w.q.shape),
+            r"q: .*aligned to 16 bytes",
+        ),
+        (
+            "q",
+            lambda w: w.q.transpose(2, 3).contiguous().transpose(2, 3),
+            r"q: expected a contiguous last",
+        ),
+        (
+            "kv_cache",
+            lambda w: w.kv_cache[:, :8],
+            r"kv_cache: expected shape \[num_pages, 16, 576\]",
+        ),
+        ("kv_cache", lambda w: w.kv_cache.half(), r"kv_cache: expected dtype torch.bfloat16"),
+        (
+            "kv_cache",
+            lambda w: w.kv_cache.new_empty(w.kv_cache.shape[0], 16, 580)[..., :576],
+            r"kv_cache: expected strides that are multiples of vec_width=8",
+        ),
+        ("block_table", lambda w: w.block_table.long(), r"block_table: expected dtype torch.int32"),
+        ("block_table", lambda w: w.block_table[:1], r"block_table: expected 2 rows"),
+        ("seq_lens", lambda w: w.seq_lens[:1], r"seq_lens: expected shape \[2\]"),
+        ("mask", lambda w: None, r"mask: expected a tree mask"),
+        ("mask", lambda w: w.mask[:, :1], r"mask: expected bool shape"),
+        ("mask", lambda w: w.mask.float(), r"mask: expected dtype bool"),
+    ],
+)
 def test_bad_tensor_is_named(case, name, change, message):
     kernel, w = case
     with pytest.raises(InputError, match=message):
@@ -55,7 +81,9 @@ def test_packed_and_broadcast_masks_agree(case):
     assert torch.equal(dense[0], packed[0])
     shared = w.mask[0]
     one = kernel(w.q, w.kv_cache, w.block_table, w.seq_lens, shared, w.scale)
-    both = kernel(w.q, w.kv_cache, w.block_table, w.seq_lens, shared.expand(2, 2, 2).contiguous(), w.scale)
+    both = kernel(
+        w.q, w.kv_cache, w.block_table, w.seq_lens, shared.expand(2, 2, 2).contiguous(), w.scale
+    )
     assert torch.equal(one[0], both[0])
 
 

@@ -21,7 +21,13 @@ def test_seed_workload(prefix, heads, dtype):
     ref = reference_for(w)
     out, lse = attention(w.q, w.kv_cache, w.block_table, w.seq_lens, w.mask, w.scale)
     check_attention(*to_numpy(out, lse), *ref, dtype)
-    split = Config(heads_per_block=1, kv_splits=96, vec_width=16 // w.q.element_size(),
-                   smem_stages=2, num_warps=4, block_n=16)
+    split = Config(
+        heads_per_block=1,
+        kv_splits=96,
+        vec_width=16 // w.q.element_size(),
+        smem_stages=2,
+        num_warps=4,
+        block_n=16,
+    )
     out, lse = build(spec, split, "native")(*w.args())
     check_attention(*to_numpy(out, lse), *ref, dtype)

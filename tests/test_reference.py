@@ -41,7 +41,7 @@ def brute_force(q, kv_cache, block_table, seq_lens, mask, scale, latent):
                 top = max(logits)
                 weights = [math.exp(x - top) for x in logits]
                 total = sum(weights)
-                out[b, t, h] = sum(w * v for w, v in zip(weights, values)) / total
+                out[b, t, h] = sum(w * v for w, v in zip(weights, values, strict=True)) / total
                 lse[b, t, h] = top + math.log(total)
     return out, lse
 
@@ -63,7 +63,9 @@ def test_reference_matches_brute_force(data):
         start += count
     q = rng.standard_normal((len(lens), q_len, heads, dim))
     kv = rng.standard_normal((num_pages, page_size, dim))
-    kind = data.draw(st.sampled_from(["none", "causal", "tree"] if q_len == 1 else ["causal", "tree"]))
+    kind = data.draw(
+        st.sampled_from(["none", "causal", "tree"] if q_len == 1 else ["causal", "tree"])
+    )
     mask = {"none": None, "causal": "causal"}.get(kind)
     if kind == "tree":
         mask = rng.random((len(lens), q_len, q_len)) < 0.5

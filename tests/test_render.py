@@ -17,12 +17,16 @@ def test_missing_template_value_is_an_error():
 
 def test_strings_never_reach_a_template():
     with pytest.raises(TypeError, match="str"):
-        render("axpy.cu.jinja", {"dtype": "float; system(\"rm -rf /\")", "items": 2},
-               search_path=TEMPLATES)
+        render(
+            "axpy.cu.jinja",
+            {"dtype": 'float; system("rm -rf /")', "items": 2},
+            search_path=TEMPLATES,
+        )
 
 
-@pytest.mark.parametrize("value, text", [(True, "true"), (7, "7"), (0.5, "0.5f"),
-                                         (CType.BFLOAT16, "__nv_bfloat16")])
+@pytest.mark.parametrize(
+    "value, text", [(True, "true"), (7, "7"), (0.5, "0.5f"), (CType.BFLOAT16, "__nv_bfloat16")]
+)
 def test_cpp_literals(value, text):
     assert cpp_literal(value) == text
 
@@ -49,21 +53,34 @@ def test_params_hash_is_deterministic_and_value_based():
     assert Spec(heads=8).key()[:12] == Spec.from_dict(Spec(heads=8).to_dict()).key()[:12]
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"heads": 0}, "heads"), ({"heads": 8, "q_len": 65}, "q_len"),
-    ({"heads": 8, "dtype": "float64"}, "dtype"), ({"heads": 8, "mask": "sliding"}, "mask"),
-    ({"heads": 8, "q_len": 4}, "mask"), ({"heads": 8, "page_size": 0}, "page_size"),
-    ({"heads": 8.0}, "heads"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"heads": 0}, "heads"),
+        ({"heads": 8, "q_len": 65}, "q_len"),
+        ({"heads": 8, "dtype": "float64"}, "dtype"),
+        ({"heads": 8, "mask": "sliding"}, "mask"),
+        ({"heads": 8, "q_len": 4}, "mask"),
+        ({"heads": 8, "page_size": 0}, "page_size"),
+        ({"heads": 8.0}, "heads"),
+    ],
+)
 def test_invalid_spec_names_the_field(kwargs, field):
     with pytest.raises(ParamError, match=rf"Spec\.{field}="):
         Spec(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"vec_width": 3}, "vec_width"), ({"num_warps": 3}, "num_warps"), ({"kv_splits": 0}, "kv_splits"),
-    ({"smem_stages": -1}, "smem_stages"), ({"block_n": 0}, "block_n"), ({"heads_per_block": True}, "heads_per_block"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"vec_width": 3}, "vec_width"),
+        ({"num_warps": 3}, "num_warps"),
+        ({"kv_splits": 0}, "kv_splits"),
+        ({"smem_stages": -1}, "smem_stages"),
+        ({"block_n": 0}, "block_n"),
+        ({"heads_per_block": True}, "heads_per_block"),
+    ],
+)
 def test_invalid_config_names_the_field(kwargs, field):
     with pytest.raises(ParamError, match=rf"Config\.{field}="):
         Config(**kwargs)

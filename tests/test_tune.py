@@ -26,7 +26,13 @@ GRID = load_grid(ROOT / "bench" / "grid.json")
 def test_grid_loads_every_case():
     assert len(GRID) == 14
     tree = next(c for c in GRID if c.name == "kimi-tp1-verify-tree")
-    assert (tree.spec.heads, tree.spec.q_len, tree.spec.mask, tree.batch, tree.prefix) == (64, 16, "tree", 1, 16384)
+    assert (tree.spec.heads, tree.spec.q_len, tree.spec.mask, tree.batch, tree.prefix) == (
+        64,
+        16,
+        "tree",
+        1,
+        16384,
+    )
     assert next(c for c in GRID if c.name == "page1-decode").spec.page_size == 1
 
 
@@ -68,10 +74,12 @@ def test_database_keys_and_staleness(tmp_path):
     spec, config = Spec(heads=8), Config(heads_per_block=8, kv_splits=12)
     db.record("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.0", config, {"median_us": 9.0})
     assert db.lookup("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.0").config == config
-    for other in (("NVIDIA H100", "sm_90", spec, "b1_l16384", "13.0"),
-                  ("NVIDIA H200", "sm_120", spec, "b1_l16384", "13.0"),
-                  ("NVIDIA H200", "sm_90", Spec(heads=16), "b1_l16384", "13.0"),
-                  ("NVIDIA H200", "sm_90", spec, "b2_l16384", "13.0")):
+    for other in (
+        ("NVIDIA H100", "sm_90", spec, "b1_l16384", "13.0"),
+        ("NVIDIA H200", "sm_120", spec, "b1_l16384", "13.0"),
+        ("NVIDIA H200", "sm_90", Spec(heads=16), "b1_l16384", "13.0"),
+        ("NVIDIA H200", "sm_90", spec, "b2_l16384", "13.0"),
+    ):
         assert db.lookup(*other).config is None
     stale = db.lookup("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.5")
     assert stale.config is None and stale.stale
@@ -95,8 +103,13 @@ class StubExecutor:
         if method == "gpu":
             return "Stub GPU", 100
         if method == "ceilings":
-            return {"gpu": "Stub GPU", "copy_gbs": 4000.0, "read_gbs": 4000.0, "bf16_tflops": 700.0,
-                    "fp32_tflops": 50.0}
+            return {
+                "gpu": "Stub GPU",
+                "copy_gbs": 4000.0,
+                "read_gbs": 4000.0,
+                "bf16_tflops": 700.0,
+                "fp32_tflops": 50.0,
+            }
         work = {"kv_bytes": 1e6, "bytes": 1.1e6, "flops": 1e9}
         if method == "baseline":
             return {"status": "ok", "median_us": 500.0, "error": 1e-3, **work}
@@ -111,7 +124,9 @@ class StubExecutor:
             status = "wrong" if config.heads_per_block == self.wrong_hpb else "ok"
             # the wrong config would be the fastest: it must still not be ranked
             t = 1.0 if status == "wrong" else 100.0 / config.heads_per_block + s
-            rows.append({"config": cfg.to_dict(), "status": status, "median_us": t, "error": 1e-3, **work})
+            rows.append(
+                {"config": cfg.to_dict(), "status": status, "median_us": t, "error": 1e-3, **work}
+            )
         return rows
 
     def close(self):
@@ -122,8 +137,14 @@ def test_sweep_ranks_only_correct_variants_records_and_resumes(tmp_path):
     case = Case("tiny", Spec(heads=4, q_len=2, mask="causal", dtype="float32"), batch=1, prefix=200)
     axes = Axes(num_warps=(4,), stage_tiles=((2, 16),))
     stub = StubExecutor(wrong_hpb=4, crash_hpb=1)
-    options = SweepOptions(arch="sm_90", compile_only=False, axes=axes, executor=stub,
-                           db_path=tmp_path / "db.json", jobs=2)
+    options = SweepOptions(
+        arch="sm_90",
+        compile_only=False,
+        axes=axes,
+        executor=stub,
+        db_path=tmp_path / "db.json",
+        jobs=2,
+    )
     report = run_sweep([case], tmp_path / "out", options)
     (entry,) = report["cases"]
     assert entry["best"]["config"]["heads_per_block"] == 2  # hb4 is wrong, hb1 crashed
@@ -131,7 +152,9 @@ def test_sweep_ranks_only_correct_variants_records_and_resumes(tmp_path):
     assert (4, "wrong") in statuses and (1, "failed") in statuses
     assert entry["torch"]["median_us"] == 500.0 and entry["best"]["graph"]["median_us"] == 7.0
     db = TuningDB(tmp_path / "db.json")
-    found = db.lookup("Stub GPU", "sm_90", case.spec, bucket(1, case.max_len), report["meta"]["nvrtc"])
+    found = db.lookup(
+        "Stub GPU", "sm_90", case.spec, bucket(1, case.max_len), report["meta"]["nvrtc"]
+    )
     assert found.config.heads_per_block == 2
 
     resumed = StubExecutor(wrong_hpb=4, crash_hpb=1)
@@ -145,11 +168,37 @@ def test_compile_only_cli_writes_the_table_and_files(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = tmp_path / "sweep"
     run = subprocess.run(
-        [sys.executable, "-m", "kgen", "sweep", "--heads", "4", "--q-len", "2", "--mask", "causal",
-         "--heads-per-block", "2", "4", "--num-warps", "4", "--compile-only", "--jobs", "2", "--out", str(out)],
-        env=env, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "kgen",
+            "sweep",
+            "--heads",
+            "4",
+            "--q-len",
+            "2",
+            "--mask",
+            "causal",
+            "--heads-per-block",
+            "2",
+            "4",
+            "--num-warps",
+            "4",
+            "--compile-only",
+            "--jobs",
+            "2",
+            "--out",
+            str(out),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr
-    assert "compile-only sweep for sm_120" in run.stdout and "refused before compiling" in run.stdout
+    assert (
+        "compile-only sweep for sm_120" in run.stdout and "refused before compiling" in run.stdout
+    )
     report = json.loads((out / "results.json").read_text())
     variants = report["cases"][0]["variants"]
     assert variants and all(v["status"] == "compiled" and v["registers"] > 0 for v in variants)

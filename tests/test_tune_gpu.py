@@ -27,13 +27,22 @@ def test_tiny_sweep_ranks_only_correct_variants_and_auto_uses_the_winner(tmp_pat
 
     monkeypatch.setattr(MLAKernel, "__call__", sabotaged)
     case = Case("tiny", Spec(heads=4, q_len=2, mask="causal"), batch=2, prefix=900)
-    options = SweepOptions(compile_only=False, axes=Axes(num_warps=(4,), stage_tiles=((0, 2), (2, 16))),
-                           reps=5, in_process=True, db_path=tmp_path / "db.json", jobs=4)
+    options = SweepOptions(
+        compile_only=False,
+        axes=Axes(num_warps=(4,), stage_tiles=((0, 2), (2, 16))),
+        reps=5,
+        in_process=True,
+        db_path=tmp_path / "db.json",
+        jobs=4,
+    )
     report = run_sweep([case], tmp_path / "out", options)
     (entry,) = report["cases"]
     wrong = {t["config"]["heads_per_block"] for t in entry["trials"] if t["status"] == "wrong"}
     assert wrong == {SABOTAGED_HPB}
-    assert entry["best"]["status"] == "ok" and entry["best"]["config"]["heads_per_block"] != SABOTAGED_HPB
+    assert (
+        entry["best"]["status"] == "ok"
+        and entry["best"]["config"]["heads_per_block"] != SABOTAGED_HPB
+    )
     assert entry["torch"]["status"] == "ok" and entry["best"]["graph"]["median_us"] > 0
     monkeypatch.setattr(MLAKernel, "__call__", call)
 

@@ -13,8 +13,15 @@ from .mla_helpers import reference_for
 
 @pytest.mark.parametrize("mask", ["none", "causal", "tree"])
 def test_torch_oracle_matches_numpy_reference(mask):
-    spec = Spec(heads=3, q_len=1 if mask == "none" else 4, dtype="bfloat16", page_size=5, mask=mask,
-                latent_dim=32, rope_dim=16)
+    spec = Spec(
+        heads=3,
+        q_len=1 if mask == "none" else 4,
+        dtype="bfloat16",
+        page_size=5,
+        mask=mask,
+        latent_dim=32,
+        rope_dim=16,
+    )
     w = make_workload(spec, [spec.q_len, spec.q_len + 17, spec.q_len + 40], device="cpu", seed=9)
     out, lse = torch_reference(w)
     ref_out, ref_lse = reference_for(w)

@@ -13,9 +13,13 @@ def spec_for(q, kv_cache, mask, latent_dim: int = 512) -> Spec:
     from kgen.mla.inputs import InputError
 
     if q.dim() != 4 or kv_cache.dim() != 3:
-        raise InputError(f"q must be [B, T, H, D] and kv_cache [pages, page_size, D]; got "
-                         f"{tuple(q.shape)} and {tuple(kv_cache.shape)}")
-    dtype = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}.get(q.dtype)
+        raise InputError(
+            f"q must be [B, T, H, D] and kv_cache [pages, page_size, D]; got "
+            f"{tuple(q.shape)} and {tuple(kv_cache.shape)}"
+        )
+    dtype = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}.get(
+        q.dtype
+    )
     if dtype is None:
         raise InputError(f"q: dtype must be float32, float16 or bfloat16, got {q.dtype}")
     _, q_len, heads, dim = q.shape
@@ -31,13 +35,31 @@ def spec_for(q, kv_cache, mask, latent_dim: int = 512) -> Spec:
         kind = "causal"
     else:
         kind = "tree"
-    return Spec(heads=heads, q_len=q_len, latent_dim=latent_dim, rope_dim=dim - latent_dim,
-                dtype=dtype, page_size=kv_cache.shape[1], mask=kind)
+    return Spec(
+        heads=heads,
+        q_len=q_len,
+        latent_dim=latent_dim,
+        rope_dim=dim - latent_dim,
+        dtype=dtype,
+        page_size=kv_cache.shape[1],
+        mask=kind,
+    )
 
 
-def attention(q, kv_cache, block_table, seq_lens, mask=None, scale: float | None = None,
-              config: Config | str = "auto", *, latent_dim: int = 512, out=None, lse=None,
-              validate: bool = False):
+def attention(
+    q,
+    kv_cache,
+    block_table,
+    seq_lens,
+    mask=None,
+    scale: float | None = None,
+    config: Config | str = "auto",
+    *,
+    latent_dim: int = 512,
+    out=None,
+    lse=None,
+    validate: bool = False,
+):
     """MLA attention in one call: out [B, T, H, latent_dim], lse [B, T, H].
 
     mask: None (T == 1), 'causal', or a tree mask (bool [B, T, T] / [T, T] or packed int64).
@@ -55,5 +77,14 @@ def attention(q, kv_cache, block_table, seq_lens, mask=None, scale: float | None
     from kgen.arch import resolve_arch
 
     kernel = build(spec, config, arch=resolve_arch("native", q.device.index))
-    return kernel(q, kv_cache, block_table, seq_lens, mask if spec.mask == "tree" else None, scale,
-                  out=out, lse=lse, validate=validate)
+    return kernel(
+        q,
+        kv_cache,
+        block_table,
+        seq_lens,
+        mask if spec.mask == "tree" else None,
+        scale,
+        out=out,
+        lse=lse,
+        validate=validate,
+    )

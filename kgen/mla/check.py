@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}  # ||out - ref|| / ||ref|| per (b, t)
+TOLERANCE = {
+    "float32": 1e-5,
+    "float16": 2e-3,
+    "bfloat16": 1e-2,
+}  # ||out - ref|| / ||ref|| per (b, t)
 LSE_TOLERANCE = {"float32": 1e-3, "float16": 2e-2, "bfloat16": 2e-2}  # absolute
 
 
@@ -37,27 +41,35 @@ def check_attention(out, lse, ref_out, ref_lse, dtype: str) -> float:
     nan_out, nan_ref = np.isnan(out), np.isnan(ref_out)
     if (nan_out != nan_ref).any():
         where = np.argwhere(nan_out != nan_ref)[0]
-        raise AssertionError(f"NaN mismatch in out at {tuple(where)}: got {out[tuple(where)]}, "
-                             f"reference {ref_out[tuple(where)]}")
+        raise AssertionError(
+            f"NaN mismatch in out at {tuple(where)}: got {out[tuple(where)]}, "
+            f"reference {ref_out[tuple(where)]}"
+        )
     nan_lse, nan_lse_ref = np.isnan(lse), np.isnan(ref_lse)
     if (nan_lse != nan_lse_ref).any():
         where = np.argwhere(nan_lse != nan_lse_ref)[0]
-        raise AssertionError(f"NaN mismatch in lse at {tuple(where)}: got {lse[tuple(where)]}, "
-                             f"reference {ref_lse[tuple(where)]}")
+        raise AssertionError(
+            f"NaN mismatch in lse at {tuple(where)}: got {lse[tuple(where)]}, "
+            f"reference {ref_lse[tuple(where)]}"
+        )
     errors = relative_errors(np.where(nan_ref, 0, out), np.where(nan_ref, 0, ref_out))
     worst = float(errors.max()) if errors.size else 0.0
     if worst > TOLERANCE[dtype]:
         b, t = np.argwhere(errors == worst)[0]
-        raise AssertionError(f"out row (b={b}, t={t}) relative error {worst:.3g} > "
-                             f"{TOLERANCE[dtype]} ({dtype})")
+        raise AssertionError(
+            f"out row (b={b}, t={t}) relative error {worst:.3g} > {TOLERANCE[dtype]} ({dtype})"
+        )
     inf_mismatch = np.isinf(ref_lse) != np.isinf(lse)
     same_inf = np.where(np.isinf(ref_lse), lse == ref_lse, True)
     if inf_mismatch.any() or not same_inf.all():
         where = np.argwhere(inf_mismatch | ~same_inf)[0]
-        raise AssertionError(f"lse at {tuple(where)}: got {lse[tuple(where)]}, reference "
-                             f"{ref_lse[tuple(where)]}")
+        raise AssertionError(
+            f"lse at {tuple(where)}: got {lse[tuple(where)]}, reference {ref_lse[tuple(where)]}"
+        )
     finite = np.isfinite(ref_lse)
     lse_err = np.abs(lse[finite] - ref_lse[finite])
     if lse_err.size and lse_err.max() > LSE_TOLERANCE[dtype]:
-        raise AssertionError(f"lse absolute error {lse_err.max():.3g} > {LSE_TOLERANCE[dtype]} ({dtype})")
+        raise AssertionError(
+            f"lse absolute error {lse_err.max():.3g} > {LSE_TOLERANCE[dtype]} ({dtype})"
+        )
     return worst

@@ -33,8 +33,9 @@ def default_config(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_coun
         warps = 8 if rows > 2 * ROWS_PER_WARP_TARGET else 4
         if math.ceil(rows / warps) > ROWS_PER_WARP_TARGET and hpb > 1:
             continue
-        best = Config(heads_per_block=hpb, vec_width=vec, smem_stages=stages, num_warps=warps,
-                      block_n=block_n)
+        best = Config(
+            heads_per_block=hpb, vec_width=vec, smem_stages=stages, num_warps=warps, block_n=block_n
+        )
         try:
             layout = plan(spec, best, arch)
         except ConfigError:

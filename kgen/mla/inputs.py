@@ -54,13 +54,19 @@ def check_vector_rows(name: str, t: torch.Tensor, vec: int, elem_bytes: int) -> 
     """Rows read vec elements at a time: last dim contiguous, other strides and base aligned."""
     if t.stride(-1) != 1 and t.shape[-1] > 1:
         _fail(name, "a contiguous last dimension", f"strides {tuple(t.stride())}")
-    odd = [s for s, n in zip(t.stride()[:-1], t.shape[:-1]) if n > 1 and s % vec]
+    odd = [s for s, n in zip(t.stride()[:-1], t.shape[:-1], strict=True) if n > 1 and s % vec]
     if odd:
-        _fail(name, f"strides that are multiples of vec_width={vec} elements",
-              f"strides {tuple(t.stride())}")
+        _fail(
+            name,
+            f"strides that are multiples of vec_width={vec} elements",
+            f"strides {tuple(t.stride())}",
+        )
     if t.data_ptr() % (vec * elem_bytes):
-        _fail(name, f"a base address aligned to {vec * elem_bytes} bytes for vec_width={vec}",
-              f"address {t.data_ptr():#x}")
+        _fail(
+            name,
+            f"a base address aligned to {vec * elem_bytes} bytes for vec_width={vec}",
+            f"address {t.data_ptr():#x}",
+        )
 
 
 def check_inputs(spec: Spec, vec: int, q, kv_cache, block_table, seq_lens, mask) -> Inputs:
@@ -69,26 +75,40 @@ def check_inputs(spec: Spec, vec: int, q, kv_cache, block_table, seq_lens, mask)
     device = q.device
     batch, q_len, heads, dim = q.shape
     if (q_len, heads, dim) != (spec.q_len, spec.heads, spec.head_dim):
-        _fail("q", f"shape [B, {spec.q_len}, {spec.heads}, {spec.head_dim}] (B, q_len, heads, "
-                   "latent+rope)", f"{tuple(q.shape)}")
+        _fail(
+            "q",
+            f"shape [B, {spec.q_len}, {spec.heads}, {spec.head_dim}] (B, q_len, heads, "
+            "latent+rope)",
+            f"{tuple(q.shape)}",
+        )
     check_vector_rows("q", q, vec, spec.elem_bytes)
 
     _tensor("kv_cache", kv_cache, device, dtype, 3)
     if tuple(kv_cache.shape[1:]) != (spec.page_size, spec.head_dim):
-        _fail("kv_cache", f"shape [num_pages, {spec.page_size}, {spec.head_dim}] (page_size, "
-                          "latent+rope)", f"{tuple(kv_cache.shape)}")
+        _fail(
+            "kv_cache",
+            f"shape [num_pages, {spec.page_size}, {spec.head_dim}] (page_size, latent+rope)",
+            f"{tuple(kv_cache.shape)}",
+        )
     check_vector_rows("kv_cache", kv_cache, vec, spec.elem_bytes)
     if kv_cache.shape[0] > INT32_MAX:
         _fail("kv_cache", f"at most {INT32_MAX} pages", f"{kv_cache.shape[0]}")
 
     _tensor("block_table", block_table, device, torch.int32, 2)
     if block_table.shape[0] != batch:
-        _fail("block_table", f"{batch} rows (one per sequence of q)", f"shape {tuple(block_table.shape)}")
+        _fail(
+            "block_table",
+            f"{batch} rows (one per sequence of q)",
+            f"shape {tuple(block_table.shape)}",
+        )
     if block_table.shape[1] and block_table.stride(1) != 1:
         _fail("block_table", "contiguous rows", f"strides {tuple(block_table.stride())}")
     if block_table.shape[1] * spec.page_size > INT32_MAX:
-        _fail("block_table", f"at most {INT32_MAX} positions per sequence",
-              f"{block_table.shape[1]} pages x {spec.page_size}")
+        _fail(
+            "block_table",
+            f"at most {INT32_MAX} positions per sequence",
+            f"{block_table.shape[1]} pages x {spec.page_size}",
+        )
 
     _tensor("seq_lens", seq_lens, device, torch.int32, 1)
     if seq_lens.shape[0] != batch:
@@ -106,8 +126,11 @@ def _mask_bits(spec: Spec, mask, batch: int, device: torch.device) -> torch.Tens
             return None
         _fail("mask", f"None (the kernel was built for mask='{spec.mask}')", _describe(mask))
     if not isinstance(mask, torch.Tensor):
-        _fail("mask", "a tree mask: bool [B, T, T] or [T, T], or packed int64 [B, T] or [T]",
-              _describe(mask))
+        _fail(
+            "mask",
+            "a tree mask: bool [B, T, T] or [T, T], or packed int64 [B, T] or [T]",
+            _describe(mask),
+        )
     t = spec.q_len
     if mask.device != device:
         _fail("mask", f"a tensor on {device}", f"one on {mask.device}")
@@ -133,7 +156,8 @@ def pack_tree_mask(mask: torch.Tensor) -> torch.Tensor:
     """bool [..., T, T] -> int64 [..., T]: bit j of row t says whether draft t sees draft j."""
     t = mask.shape[-1]
     weights = torch.ones(1, dtype=torch.int64, device=mask.device) << torch.arange(
-        t, device=mask.device, dtype=torch.int64)
+        t, device=mask.device, dtype=torch.int64
+    )
     return (mask.to(torch.int64) * weights).sum(-1)
 
 
@@ -145,14 +169,20 @@ def validate_on_device(spec: Spec, inputs: Inputs) -> None:
     num_pages = inputs.kv_cache.shape[0]
     for b, length in enumerate(lens.tolist()):
         if length < spec.q_len:
-            raise InputError(f"seq_lens[{b}]={length}: must be >= q_len={spec.q_len} (it counts "
-                             "the draft tokens)")
+            raise InputError(
+                f"seq_lens[{b}]={length}: must be >= q_len={spec.q_len} (it counts "
+                "the draft tokens)"
+            )
         if length > capacity:
-            raise InputError(f"seq_lens[{b}]={length}: block_table holds only {table.shape[1]} "
-                             f"pages x {spec.page_size} = {capacity} positions")
+            raise InputError(
+                f"seq_lens[{b}]={length}: block_table holds only {table.shape[1]} "
+                f"pages x {spec.page_size} = {capacity} positions"
+            )
         used = table[b, : -(-length // spec.page_size)]
         bad = ((used < 0) | (used >= num_pages)).nonzero()
         if len(bad):
             i = int(bad[0, 0])
-            raise InputError(f"block_table[{b}, {i}]={int(used[i])}: page ids must be in "
-                             f"[0, {num_pages}) (kv_cache has {num_pages} pages)")
+            raise InputError(
+                f"block_table[{b}, {i}]={int(used[i])}: page ids must be in "
+                f"[0, {num_pages}) (kv_cache has {num_pages} pages)"
+            )

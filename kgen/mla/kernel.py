@@ -21,13 +21,21 @@ class MLAKernel:
     """One compiled variant: `source`, `cubin`, `resources`; call it with torch tensors."""
 
     def __init__(self, spec: Spec, config: Config, arch: Arch, layout: Layout, binary: Binary):
-        self.spec, self.config, self.arch, self.layout, self.binary = spec, config, arch, layout, binary
+        self.spec, self.config, self.arch, self.layout, self.binary = (
+            spec,
+            config,
+            arch,
+            layout,
+            binary,
+        )
 
     @functools.cached_property
     def resources(self) -> Resources:
         """The attention kernel's registers, shared memory, spills and occupancy on its arch."""
         usage = function_usage(self.binary, ATTENTION)
-        return Resources.of(ATTENTION, usage, self.arch, self.layout.threads, self.layout.dynamic_smem)
+        return Resources.of(
+            ATTENTION, usage, self.arch, self.layout.threads, self.layout.dynamic_smem
+        )
 
     @functools.cached_property
     def combine_resources(self) -> Resources:
@@ -43,11 +51,24 @@ class MLAKernel:
         return self.binary.cubin
 
     def __repr__(self) -> str:
-        return (f"MLAKernel({self.spec.short_name()}, {self.config.short_name()}, "
-                f"splits={self.config.kv_splits}, {self.arch.name}: {self.resources.summary()})")
+        return (
+            f"MLAKernel({self.spec.short_name()}, {self.config.short_name()}, "
+            f"splits={self.config.kv_splits}, {self.arch.name}: {self.resources.summary()})"
+        )
 
-    def __call__(self, q, kv_cache, block_table, seq_lens, mask=None, scale: float | None = None,
-                 *, out=None, lse=None, validate: bool = False):
+    def __call__(
+        self,
+        q,
+        kv_cache,
+        block_table,
+        seq_lens,
+        mask=None,
+        scale: float | None = None,
+        *,
+        out=None,
+        lse=None,
+        validate: bool = False,
+    ):
         """out [B, T, H, latent_dim] (q's dtype) and lse [B, T, H] (float32, natural log).
 
         mask: None (spec mask 'none' or 'causal'), or for 'tree' a bool [B, T, T] / [T, T] mask or
@@ -66,7 +87,9 @@ class MLAKernel:
         if not math.isfinite(scale):
             raise ValueError(f"scale={scale}: must be a finite float")
         batch, device = inputs.batch, inputs.device
-        out = self._output("out", out, (batch, spec.q_len, spec.heads, spec.latent_dim), q.dtype, device)
+        out = self._output(
+            "out", out, (batch, spec.q_len, spec.heads, spec.latent_dim), q.dtype, device
+        )
         lse = self._output("lse", lse, (batch, spec.q_len, spec.heads), torch.float32, device)
         if batch == 0:
             return out, lse
@@ -75,20 +98,29 @@ class MLAKernel:
         ws_o = ws_lse = None
         if splits > 1:
             rows = spec.q_len * spec.heads
-            ws_o = torch.empty((batch, splits, rows, spec.latent_dim), dtype=torch.float32, device=device)
+            ws_o = torch.empty(
+                (batch, splits, rows, spec.latent_dim), dtype=torch.float32, device=device
+            )
             ws_lse = torch.empty((batch, splits, rows), dtype=torch.float32, device=device)
         mask_bits = inputs.mask_bits
         params = KernelParams(
-            q.data_ptr(), *q.stride()[:3],
-            kv_cache.data_ptr(), kv_cache.stride(0), kv_cache.stride(1),
-            block_table.data_ptr(), block_table.stride(0),
-            block_table.shape[1], kv_cache.shape[0],
+            q.data_ptr(),
+            *q.stride()[:3],
+            kv_cache.data_ptr(),
+            kv_cache.stride(0),
+            kv_cache.stride(1),
+            block_table.data_ptr(),
+            block_table.stride(0),
+            block_table.shape[1],
+            kv_cache.shape[0],
             seq_lens.data_ptr(),
             0 if mask_bits is None else mask_bits.data_ptr(),
             0 if mask_bits is None or mask_bits.shape[0] == 1 else mask_bits.stride(0),
-            out.data_ptr(), *out.stride()[:3],
+            out.data_ptr(),
+            *out.stride()[:3],
             lse.data_ptr(),
-            0 if ws_o is None else ws_o.data_ptr(), 0 if ws_lse is None else ws_lse.data_ptr(),
+            0 if ws_o is None else ws_o.data_ptr(),
+            0 if ws_lse is None else ws_lse.data_ptr(),
             scale * LOG2E,
         )
         index = device.index if device.index is not None else torch.cuda.current_device()
@@ -96,16 +128,28 @@ class MLAKernel:
         stream = torch.cuda.current_stream(device).cuda_stream
         module[ATTENTION].launch(
             grid=(splits, spec.heads // cfg.heads_per_block, batch),
-            block=(self.layout.threads, 1, 1), args=[params], stream=stream,
-            smem=self.layout.dynamic_smem, device=index,
+            block=(self.layout.threads, 1, 1),
+            args=[params],
+            stream=stream,
+            smem=self.layout.dynamic_smem,
+            device=index,
         )
         if splits > 1:
-            args = [ctypes.c_void_p(ws_o.data_ptr()), ctypes.c_void_p(ws_lse.data_ptr()),
-                    ctypes.c_void_p(out.data_ptr()), *(ctypes.c_int64(s) for s in out.stride()[:3]),
-                    ctypes.c_void_p(lse.data_ptr()), ctypes.c_int32(splits)]
-            module[COMBINE].launch(grid=(spec.q_len * spec.heads, batch, 1),
-                                   block=(COMBINE_WARPS * 32, 1, 1), args=args, stream=stream,
-                                   device=index)
+            args = [
+                ctypes.c_void_p(ws_o.data_ptr()),
+                ctypes.c_void_p(ws_lse.data_ptr()),
+                ctypes.c_void_p(out.data_ptr()),
+                *(ctypes.c_int64(s) for s in out.stride()[:3]),
+                ctypes.c_void_p(lse.data_ptr()),
+                ctypes.c_int32(splits),
+            ]
+            module[COMBINE].launch(
+                grid=(spec.q_len * spec.heads, batch, 1),
+                block=(COMBINE_WARPS * 32, 1, 1),
+                args=args,
+                stream=stream,
+                device=index,
+            )
         return out, lse
 
     def _output(self, name, given, shape, dtype, device):
@@ -113,9 +157,15 @@ class MLAKernel:
 
         if given is None:
             return torch.empty(shape, dtype=dtype, device=device)
-        if not isinstance(given, torch.Tensor) or tuple(given.shape) != shape or given.dtype != dtype \
-                or given.device != device:
-            raise ValueError(f"{name}: expected a {dtype} tensor of shape {list(shape)} on {device}")
+        if (
+            not isinstance(given, torch.Tensor)
+            or tuple(given.shape) != shape
+            or given.dtype != dtype
+            or given.device != device
+        ):
+            raise ValueError(
+                f"{name}: expected a {dtype} tensor of shape {list(shape)} on {device}"
+            )
         if name == "lse" and not given.is_contiguous():
             raise ValueError("lse: expected a contiguous tensor")
         if name == "out":

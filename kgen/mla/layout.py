@@ -50,7 +50,8 @@ class Layout:
 
 
 def warp_grid(rows: int, num_warps: int) -> tuple[int, int, int]:
-    """(rows_per_warp, row_warps, pos_groups): rows spread over warps; spare warps split positions."""
+    """(rows_per_warp, row_warps, pos_groups): rows spread over warps; spare warps split positions
+    of a row."""
     if rows >= num_warps:
         rows_per_warp = math.ceil(rows / num_warps)
         return rows_per_warp, math.ceil(rows / rows_per_warp), 1
@@ -65,21 +66,31 @@ def plan(spec: Spec, config: Config, arch: Arch) -> Layout:
     """The block layout of this variant on `arch`, or ConfigError saying why it cannot work."""
 
     def refuse(field: str, reason: str) -> None:
-        raise ConfigError(f"Config.{field}={getattr(config, field)!r}: {reason} "
-                          f"(spec {spec.short_name()}, {arch.name})")
+        raise ConfigError(
+            f"Config.{field}={getattr(config, field)!r}: {reason} "
+            f"(spec {spec.short_name()}, {arch.name})"
+        )
 
     vec, esize = config.vec_width, spec.elem_bytes
     if spec.heads % config.heads_per_block:
         refuse("heads_per_block", f"must divide heads={spec.heads}")
     if vec * esize > MAX_LOAD_BYTES:
-        refuse("vec_width", f"{vec} x {spec.dtype} is {vec * esize} bytes; one load moves at most "
-                            f"{MAX_LOAD_BYTES} (vec_width <= {MAX_LOAD_BYTES // esize})")
+        refuse(
+            "vec_width",
+            f"{vec} x {spec.dtype} is {vec * esize} bytes; one load moves at most "
+            f"{MAX_LOAD_BYTES} (vec_width <= {MAX_LOAD_BYTES // esize})",
+        )
     if spec.latent_dim % vec or spec.rope_dim % vec:
-        refuse("vec_width", f"must divide latent_dim={spec.latent_dim} and rope_dim={spec.rope_dim}")
+        refuse(
+            "vec_width", f"must divide latent_dim={spec.latent_dim} and rope_dim={spec.rope_dim}"
+        )
     if config.smem_stages >= 2 and vec * esize not in CP_ASYNC_BYTES:
-        refuse("smem_stages", f"a cp.async pipeline copies 4, 8 or 16 bytes, but vec_width="
-                              f"{vec} x {spec.dtype} is {vec * esize}; use vec_width >= {4 // esize}"
-                              " or smem_stages <= 1")
+        refuse(
+            "smem_stages",
+            f"a cp.async pipeline copies 4, 8 or 16 bytes, but vec_width="
+            f"{vec} x {spec.dtype} is {vec * esize}; use vec_width >= {4 // esize}"
+            " or smem_stages <= 1",
+        )
     threads = config.num_warps * 32
     if threads > arch.max_threads_per_block:
         refuse("num_warps", f"{threads} threads exceed {arch.max_threads_per_block} per block")
@@ -87,18 +98,24 @@ def plan(spec: Spec, config: Config, arch: Arch) -> Layout:
     rows = spec.q_len * config.heads_per_block
     rows_per_warp, row_warps, pos_groups = warp_grid(rows, config.num_warps)
     if rows_per_warp > 32:
-        refuse("num_warps", f"{rows} rows over {config.num_warps} warps is {rows_per_warp} per warp;"
-                            " at most 32 (use more warps or fewer heads_per_block)")
+        refuse(
+            "num_warps",
+            f"{rows} rows over {config.num_warps} warps is {rows_per_warp} per warp;"
+            " at most 32 (use more warps or fewer heads_per_block)",
+        )
 
     chunks = spec.head_dim // vec
     lane_chunks = math.ceil(chunks / 32)
     lane_latent_chunks = math.ceil(spec.latent_dim // vec / 32)
     stage_bytes = config.smem_stages * config.block_n * spec.head_dim * esize
     if stage_bytes > arch.smem_per_block:
-        refuse("smem_stages", f"{config.smem_stages} stages x block_n {config.block_n} x "
-                              f"{spec.head_dim} x {esize} B = {stage_bytes} bytes of shared memory,"
-                              f" over {arch.name}'s {arch.smem_per_block} per block (lower "
-                              "smem_stages or block_n)")
+        refuse(
+            "smem_stages",
+            f"{config.smem_stages} stages x block_n {config.block_n} x "
+            f"{spec.head_dim} x {esize} B = {stage_bytes} bytes of shared memory,"
+            f" over {arch.name}'s {arch.smem_per_block} per block (lower "
+            "smem_stages or block_n)",
+        )
     merge_bytes = pos_groups * row_warps * (spec.latent_dim + 2) * 4 if pos_groups > 1 else 0
     # q stays in registers while few rows share a warp; else a shared copy if it fits beside
     # the KV tiles, else re-reads from global memory, which L1 keeps.
@@ -108,20 +125,49 @@ def plan(spec: Spec, config: Config, arch: Arch) -> Layout:
         fits = q_bytes + stage_bytes <= arch.smem_per_block
         q_source, q_smem_bytes = ("shared", q_bytes) if fits else ("global", 0)
 
-    regs = _registers_estimate(spec, config, rows_per_warp, lane_chunks, lane_latent_chunks, threads,
-                               q_source != "registers")
+    regs = _registers_estimate(
+        spec,
+        config,
+        rows_per_warp,
+        lane_chunks,
+        lane_latent_chunks,
+        threads,
+        q_source != "registers",
+    )
     if regs > arch.max_regs_per_thread:
         field = "block_n" if config.smem_stages == 0 and config.block_n > 1 else "heads_per_block"
-        refuse(field, f"needs about {regs} registers per thread, over {arch.name}'s "
-                      f"{arch.max_regs_per_thread} ({rows_per_warp} rows per warp; use more warps, "
-                      "fewer heads_per_block, or a smaller block_n without shared-memory stages)")
-    return Layout(rows, rows_per_warp, row_warps, pos_groups, threads, q_source, q_smem_bytes,
-                  chunks, lane_chunks,
-                  lane_latent_chunks, stage_bytes, merge_bytes, regs)
+        refuse(
+            field,
+            f"needs about {regs} registers per thread, over {arch.name}'s "
+            f"{arch.max_regs_per_thread} ({rows_per_warp} rows per warp; use more warps, "
+            "fewer heads_per_block, or a smaller block_n without shared-memory stages)",
+        )
+    return Layout(
+        rows,
+        rows_per_warp,
+        row_warps,
+        pos_groups,
+        threads,
+        q_source,
+        q_smem_bytes,
+        chunks,
+        lane_chunks,
+        lane_latent_chunks,
+        stage_bytes,
+        merge_bytes,
+        regs,
+    )
 
 
-def _registers_estimate(spec: Spec, config: Config, rows_per_warp: int, lane_chunks: int,
-                        lane_latent_chunks: int, threads: int, q_elsewhere: bool) -> int:
+def _registers_estimate(
+    spec: Spec,
+    config: Config,
+    rows_per_warp: int,
+    lane_chunks: int,
+    lane_latent_chunks: int,
+    threads: int,
+    q_elsewhere: bool,
+) -> int:
     vec, words = config.vec_width, config.vec_width * spec.elem_bytes / 4
     q = (1 if q_elsewhere else rows_per_warp) * lane_chunks * vec
     state = rows_per_warp * (lane_latent_chunks * vec + 2)

@@ -18,23 +18,33 @@ class KernelParams(ctypes.Structure):
     """The C layout of mla::Params in templates/mla/attention.cuh (checked by a static_assert)."""
 
     _fields_ = [
-        ("q", ctypes.c_void_p), ("q_sb", ctypes.c_int64), ("q_st", ctypes.c_int64),
+        ("q", ctypes.c_void_p),
+        ("q_sb", ctypes.c_int64),
+        ("q_st", ctypes.c_int64),
         ("q_sh", ctypes.c_int64),
-        ("kv", ctypes.c_void_p), ("kv_sp", ctypes.c_int64), ("kv_sr", ctypes.c_int64),
-        ("block_table", ctypes.c_void_p), ("bt_sb", ctypes.c_int64),
-        ("max_pages", ctypes.c_int32), ("num_pages", ctypes.c_int32),
+        ("kv", ctypes.c_void_p),
+        ("kv_sp", ctypes.c_int64),
+        ("kv_sr", ctypes.c_int64),
+        ("block_table", ctypes.c_void_p),
+        ("bt_sb", ctypes.c_int64),
+        ("max_pages", ctypes.c_int32),
+        ("num_pages", ctypes.c_int32),
         ("seq_lens", ctypes.c_void_p),
-        ("mask", ctypes.c_void_p), ("mask_sb", ctypes.c_int64),
-        ("out", ctypes.c_void_p), ("o_sb", ctypes.c_int64), ("o_st", ctypes.c_int64),
+        ("mask", ctypes.c_void_p),
+        ("mask_sb", ctypes.c_int64),
+        ("out", ctypes.c_void_p),
+        ("o_sb", ctypes.c_int64),
+        ("o_st", ctypes.c_int64),
         ("o_sh", ctypes.c_int64),
         ("lse", ctypes.c_void_p),
-        ("ws_o", ctypes.c_void_p), ("ws_lse", ctypes.c_void_p),
+        ("ws_o", ctypes.c_void_p),
+        ("ws_lse", ctypes.c_void_p),
         ("scale_log2", ctypes.c_float),
     ]
 
 
 def template_values(spec: Spec, config: Config, layout: Layout) -> dict:
-    """Every value the template binds, as validated Python values (rendered to C++ in kgen.render)."""
+    """Every value the template binds, as validated Python values (kgen.render makes them C++)."""
     return {
         "dtype": CType.from_dtype(spec.dtype),
         "heads": spec.heads,

@@ -33,8 +33,11 @@ class Spec(Params):
         self._require_int("page_size", 1, 1 << 20)
         self._require_choice("dtype", DTYPES)
         self._require_choice("mask", MASKS)
-        self._require(self.mask != "none" or self.q_len == 1, "mask",
-                      f"'none' means plain decode (q_len 1); q_len={self.q_len} needs 'causal' or 'tree'")
+        self._require(
+            self.mask != "none" or self.q_len == 1,
+            "mask",
+            f"'none' means plain decode (q_len 1); q_len={self.q_len} needs 'causal' or 'tree'",
+        )
 
     @property
     def head_dim(self) -> int:
@@ -50,7 +53,11 @@ class Spec(Params):
 
     def short_name(self) -> str:
         dt = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[self.dtype]
-        dims = "" if (self.latent_dim, self.rope_dim) == (512, 64) else f"_d{self.latent_dim}r{self.rope_dim}"
+        dims = (
+            ""
+            if (self.latent_dim, self.rope_dim) == (512, 64)
+            else f"_d{self.latent_dim}r{self.rope_dim}"
+        )
         return f"{dt}_h{self.heads}_t{self.q_len}_p{self.page_size}_{self.mask}{dims}"
 
 
@@ -80,12 +87,18 @@ class Config(Params):
         self._require_int("heads_per_block", 1, 1024)
         self._require_int("kv_splits", 1, 4096)
         self._require_int("vec_width", 1, 16)
-        self._require(self.vec_width & (self.vec_width - 1) == 0, "vec_width", "must be a power of two")
+        self._require(
+            self.vec_width & (self.vec_width - 1) == 0, "vec_width", "must be a power of two"
+        )
         self._require_int("smem_stages", 0, 8)
         self._require_int("num_warps", 1, 32)
-        self._require(self.num_warps & (self.num_warps - 1) == 0, "num_warps", "must be a power of two")
+        self._require(
+            self.num_warps & (self.num_warps - 1) == 0, "num_warps", "must be a power of two"
+        )
         self._require_int("block_n", 1, 256)
 
     def short_name(self) -> str:
-        return (f"hb{self.heads_per_block}_v{self.vec_width}_st{self.smem_stages}"
-                f"_w{self.num_warps}_n{self.block_n}")
+        return (
+            f"hb{self.heads_per_block}_v{self.vec_width}_st{self.smem_stages}"
+            f"_w{self.num_warps}_n{self.block_n}"
+        )

@@ -37,7 +37,9 @@ class Workload:
         prefix = (self.seq_lens.to(torch.int64) - spec.q_len).clamp(min=0)
         visible = int(prefix.sum()) * spec.q_len
         if spec.mask == "tree":
-            visible += int(self.mask.sum()) if self.mask.dim() == 3 else int(self.mask.sum()) * self.batch
+            visible += (
+                int(self.mask.sum()) if self.mask.dim() == 3 else int(self.mask.sum()) * self.batch
+            )
         elif spec.mask == "causal":
             visible += self.batch * spec.q_len * (spec.q_len + 1) // 2
         else:
@@ -85,7 +87,7 @@ def make_workload(
     table = torch.full((batch, width), -1, dtype=torch.int32)
     used = torch.zeros(num_pages, ps, dtype=torch.bool)
     start = 0
-    for b, (n, count) in enumerate(zip(seq_lens, pages_per_seq)):
+    for b, (n, count) in enumerate(zip(seq_lens, pages_per_seq, strict=True)):
         pages = order[start : start + count]
         start += count
         table[b, :count] = pages.to(torch.int32)
@@ -95,8 +97,12 @@ def make_workload(
             used[pages[full], :rest] = True
     table[table < 0] = int(order[-1]) if spare_pages else 0  # padding entries name a real page
 
-    kv = torch.randn(num_pages, ps, spec.head_dim, generator=big, device=device, dtype=torch.float32)
-    kv[~used.to(device)] = 1e4  # never visible: a kernel that reads these rows gets a visibly wrong answer
+    kv = torch.randn(
+        num_pages, ps, spec.head_dim, generator=big, device=device, dtype=torch.float32
+    )
+    kv[~used.to(device)] = (
+        1e4  # never visible: a kernel that reads these rows gets a visibly wrong answer
+    )
     q = torch.randn(batch, spec.q_len, spec.heads, spec.head_dim, generator=big, device=device)
     mask = None
     if spec.mask == "tree":

@@ -17,7 +17,9 @@ def _choose(spec: Spec, batch: int, max_seq_len: int, index: int) -> Config:
     from kgen.tune.db import bucket, find_tuned
 
     arch = resolve_arch("native", index)
-    found = find_tuned(device_name(index), arch.name, spec, bucket(batch, max_seq_len), nvrtc_version())
+    found = find_tuned(
+        device_name(index), arch.name, spec, bucket(batch, max_seq_len), nvrtc_version()
+    )
     if found.config is not None:
         return found.config
     return default_config(spec, batch, max_seq_len, arch, device_sm_count(index))

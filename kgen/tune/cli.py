@@ -10,10 +10,13 @@ from kgen.tune.space import Axes, case_from_dict, load_grid
 
 
 def add_sweep_parser(commands) -> None:
-    p = commands.add_parser("sweep", help="compile (and on a GPU verify and time) the design space",
-                            description=__doc__)
+    p = commands.add_parser(
+        "sweep", help="compile (and on a GPU verify and time) the design space", description=__doc__
+    )
     p.add_argument("--grid", type=Path, help="a grid file of cases (bench/grid.json)")
-    p.add_argument("--case", action="append", default=[], help="only the grid cases with these names")
+    p.add_argument(
+        "--case", action="append", default=[], help="only the grid cases with these names"
+    )
     p.add_argument("--heads", type=int, help="a single shape: heads per GPU (H)")
     p.add_argument("--q-len", type=int, default=1)
     p.add_argument("--batch", type=int, default=1)
@@ -44,24 +47,53 @@ def _run(args) -> int:
             if not cases:
                 raise SystemExit(f"kgen sweep: no case named {args.case} in {args.grid}")
     elif args.heads:
-        cases = [case_from_dict({"H": args.heads, "T": args.q_len, "B": args.batch, "S": args.prefix,
-                                 "mask": args.mask, "dtype": args.dtype, "page_size": args.page_size})]
+        cases = [
+            case_from_dict(
+                {
+                    "H": args.heads,
+                    "T": args.q_len,
+                    "B": args.batch,
+                    "S": args.prefix,
+                    "mask": args.mask,
+                    "dtype": args.dtype,
+                    "page_size": args.page_size,
+                }
+            )
+        ]
     else:
         raise SystemExit("kgen sweep: give --grid FILE or a shape (--heads H [--q-len T ...])")
-    axes = Axes(heads_per_block=tuple(args.heads_per_block) if args.heads_per_block else None,
-                num_warps=tuple(args.num_warps),
-                vec_width=tuple(args.vec_width) if args.vec_width else None)
-    options = SweepOptions(arch=args.arch, compile_only=True if args.compile_only else None, axes=axes,
-                           reps=args.reps, jobs=args.jobs, db_path=args.db)
+    axes = Axes(
+        heads_per_block=tuple(args.heads_per_block) if args.heads_per_block else None,
+        num_warps=tuple(args.num_warps),
+        vec_width=tuple(args.vec_width) if args.vec_width else None,
+    )
+    options = SweepOptions(
+        arch=args.arch,
+        compile_only=True if args.compile_only else None,
+        axes=axes,
+        reps=args.reps,
+        jobs=args.jobs,
+        db_path=args.db,
+    )
     report = run_sweep(cases, args.out, options)
     write_csv(report, args.out / "results.csv")
     plots = plot(report, args.out)
     print(summary_table(report))
     meta = report["meta"]
-    print(f"\n{meta['mode']} sweep for {meta['arch']} (kgen {meta['kgen']}, NVRTC {meta['nvrtc']}): "
-          f"{args.out / 'results.json'}, {args.out / 'results.csv'}"
-          + "".join(f", {p}" for p in plots))
+    print(
+        f"\n{meta['mode']} sweep for {meta['arch']} (kgen {meta['kgen']}, NVRTC {meta['nvrtc']}): "
+        f"{args.out / 'results.json'}, {args.out / 'results.csv'}"
+        + "".join(f", {p}" for p in plots)
+    )
     if "ceilings" in meta:
-        print("ceilings:", json.dumps({k: round(v, 1) if isinstance(v, float) else v
-                                       for k, v in meta["ceilings"].items() if k != "id"}))
+        print(
+            "ceilings:",
+            json.dumps(
+                {
+                    k: round(v, 1) if isinstance(v, float) else v
+                    for k, v in meta["ceilings"].items()
+                    if k != "id"
+                }
+            ),
+        )
     return 0

@@ -19,8 +19,10 @@ SHIPPED = Path(__file__).resolve().parent.parent / "tuned" / "tuning.json"
 
 def bucket(batch: int, max_len: int) -> str:
     """Shape bucket: batch and sequence capacity, each rounded up to a power of two."""
+
     def up(x: int) -> int:
         return 1 << max(0, (max(1, x) - 1).bit_length())
+
     return f"b{up(batch)}_l{up(max_len)}"
 
 
@@ -59,14 +61,28 @@ class TuningDB:
             return Lookup(None, entry, True)
         return Lookup(Config.from_dict(entry["config"]), entry, False)
 
-    def record(self, gpu: str, arch: str, spec: Spec, shape_bucket: str, nvrtc: str, config: Config,
-               figures: dict) -> None:
+    def record(
+        self,
+        gpu: str,
+        arch: str,
+        spec: Spec,
+        shape_bucket: str,
+        nvrtc: str,
+        config: Config,
+        figures: dict,
+    ) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(self.path) + ".lock"):
             entries = self.entries()
             entries[entry_key(gpu, arch, spec, shape_bucket)] = {
-                "gpu": gpu, "arch": arch, "spec": spec.to_dict(), "bucket": shape_bucket,
-                "kgen": __version__, "nvrtc": nvrtc, "config": config.to_dict(), **figures,
+                "gpu": gpu,
+                "arch": arch,
+                "spec": spec.to_dict(),
+                "bucket": shape_bucket,
+                "kgen": __version__,
+                "nvrtc": nvrtc,
+                "config": config.to_dict(),
+                **figures,
             }
             text = json.dumps({"entries": dict(sorted(entries.items()))}, indent=1)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")

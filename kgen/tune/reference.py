@@ -18,7 +18,9 @@ def visible(w: Workload, b: int, length: int) -> torch.Tensor:
         rows = w.mask if w.mask.dim() == 2 else w.mask[b]
         seen[:, prefix:] = rows
     elif spec.mask == "causal":
-        seen[:, prefix:] = torch.ones(spec.q_len, spec.q_len, dtype=torch.bool, device=w.q.device).tril()
+        seen[:, prefix:] = torch.ones(
+            spec.q_len, spec.q_len, dtype=torch.bool, device=w.q.device
+        ).tril()
     else:
         seen[:, prefix:] = True
     return seen
@@ -29,8 +31,12 @@ def torch_reference(w: Workload) -> tuple[torch.Tensor, torch.Tensor]:
     """out [B, T, H, latent] and lse [B, T, H], float64, on w's device."""
     spec = w.spec
     q, kv = w.q.double(), w.kv_cache.double()
-    out = torch.zeros(w.batch, spec.q_len, spec.heads, spec.latent_dim, dtype=torch.float64, device=q.device)
-    lse = torch.full((w.batch, spec.q_len, spec.heads), float("-inf"), dtype=torch.float64, device=q.device)
+    out = torch.zeros(
+        w.batch, spec.q_len, spec.heads, spec.latent_dim, dtype=torch.float64, device=q.device
+    )
+    lse = torch.full(
+        (w.batch, spec.q_len, spec.heads), float("-inf"), dtype=torch.float64, device=q.device
+    )
     lens = w.seq_lens.tolist()
     for b, length in enumerate(lens):
         pages = w.block_table[b, : -(-length // spec.page_size)].long()

@@ -6,9 +6,28 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-COLUMNS = ["case", "kind", "heads_per_block", "kv_splits", "vec_width", "smem_stages", "num_warps",
-           "block_n", "registers", "smem", "spills", "occupancy", "status", "median_us", "p10_us",
-           "p90_us", "kv_gbs", "tflops", "floor_pct", "error"]
+COLUMNS = [
+    "case",
+    "kind",
+    "heads_per_block",
+    "kv_splits",
+    "vec_width",
+    "smem_stages",
+    "num_warps",
+    "block_n",
+    "registers",
+    "smem",
+    "spills",
+    "occupancy",
+    "status",
+    "median_us",
+    "p10_us",
+    "p90_us",
+    "kv_gbs",
+    "tflops",
+    "floor_pct",
+    "error",
+]
 
 
 def floor_us(row: dict, dtype: str, ceilings: dict) -> float:
@@ -22,8 +41,11 @@ def figures(row: dict, dtype: str, ceilings: dict | None) -> dict:
     if row.get("status") != "ok" or "median_us" not in row or not ceilings:
         return {}
     t = row["median_us"]
-    return {"kv_gbs": row["kv_bytes"] / t / 1e3, "tflops": row["flops"] / t / 1e6,
-            "floor_pct": 100 * floor_us(row, dtype, ceilings) / t}
+    return {
+        "kv_gbs": row["kv_bytes"] / t / 1e3,
+        "tflops": row["flops"] / t / 1e6,
+        "floor_pct": 100 * floor_us(row, dtype, ceilings) / t,
+    }
 
 
 def rows(report: dict) -> list[dict]:
@@ -36,10 +58,17 @@ def rows(report: dict) -> list[dict]:
         source = trials if trials is not None else case["variants"]
         for r in source:
             res = r.get("resources", r)
-            flat.append({"case": case["name"], "kind": r.get("kind", "variant"), **r["config"],
-                         **{k: res.get(k) for k in ("registers", "smem", "spills", "occupancy")},
-                         "status": r["status"], **{k: r.get(k) for k in ("median_us", "p10_us", "p90_us", "error")},
-                         **figures(r, dtype, ceilings)})
+            flat.append(
+                {
+                    "case": case["name"],
+                    "kind": r.get("kind", "variant"),
+                    **r["config"],
+                    **{k: res.get(k) for k in ("registers", "smem", "spills", "occupancy")},
+                    "status": r["status"],
+                    **{k: r.get(k) for k in ("median_us", "p10_us", "p90_us", "error")},
+                    **figures(r, dtype, ceilings),
+                }
+            )
     return flat
 
 
@@ -48,6 +77,15 @@ def write_csv(report: dict, path: Path) -> None:
         writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows(report))
+
+
+def config_name(c: dict, splits: bool = True) -> str:
+    """hb8 s16 v8 st2 w4 n32: heads_per_block, kv_splits, vec_width, stages, warps, block_n."""
+    split = f" s{c['kv_splits']}" if splits else ""
+    return (
+        f"hb{c['heads_per_block']}{split} v{c['vec_width']} st{c['smem_stages']} "
+        f"w{c['num_warps']} n{c['block_n']}"
+    )
 
 
 def _fmt(value, spec: str = "") -> str:
@@ -61,20 +99,27 @@ def summary_table(report: dict) -> str:
     lines = []
     ceilings = report["meta"].get("ceilings")
     if not ceilings:
-        lines.append(f"{'case':24s} {'config':30s} {'regs':>4s} {'smem':>7s} {'spill':>5s} {'occ':>5s}")
+        lines.append(
+            f"{'case':24s} {'config':30s} {'regs':>4s} {'smem':>7s} {'spill':>5s} {'occ':>5s}"
+        )
         for case in report["cases"]:
             for v in sorted(case["variants"], key=lambda v: -(v.get("occupancy") or 0)):
                 c = v["config"]
-                name = (f"hb{c['heads_per_block']} v{c['vec_width']} st{c['smem_stages']} "
-                        f"w{c['num_warps']} n{c['block_n']}")
-                lines.append(f"{case['name']:24s} {name:30s} {_fmt(v.get('registers')):>4s} "
-                             f"{_fmt(v.get('smem')):>7s} {_fmt(v.get('spills')):>5s} "
-                             f"{_fmt(v.get('occupancy'), '.0%'):>5s}")
-            lines.append(f"{case['name']:24s} ({len(case['variants'])} compiled, "
-                         f"{len(case['refused'])} refused before compiling)")
+                name = config_name(c, splits=False)
+                lines.append(
+                    f"{case['name']:24s} {name:30s} {_fmt(v.get('registers')):>4s} "
+                    f"{_fmt(v.get('smem')):>7s} {_fmt(v.get('spills')):>5s} "
+                    f"{_fmt(v.get('occupancy'), '.0%'):>5s}"
+                )
+            lines.append(
+                f"{case['name']:24s} ({len(case['variants'])} compiled, "
+                f"{len(case['refused'])} refused before compiling)"
+            )
         return "\n".join(lines)
-    lines.append(f"{'case':24s} {'what':8s} {'config':34s} {'us':>8s} {'graph us':>8s} {'KV GB/s':>8s} "
-                 f"{'TFLOP/s':>8s} {'%floor':>6s} {'err':>8s}")
+    lines.append(
+        f"{'case':24s} {'what':8s} {'config':34s} {'us':>8s} {'graph us':>8s} {'KV GB/s':>8s} "
+        f"{'TFLOP/s':>8s} {'%floor':>6s} {'err':>8s}"
+    )
     for case in report["cases"]:
         dtype = case["spec"]["dtype"]
         for what in ("best", "default", "torch"):
@@ -84,12 +129,13 @@ def summary_table(report: dict) -> str:
                 continue
             f = figures(r, dtype, ceilings)
             c = r.get("config")
-            name = (f"hb{c['heads_per_block']} s{c['kv_splits']} v{c['vec_width']} st{c['smem_stages']} "
-                    f"w{c['num_warps']} n{c['block_n']}") if c else "gather+bmm+softmax+bmm"
+            name = config_name(c) if c else "gather+bmm+softmax+bmm"
             graph = (r.get("graph") or {}).get("median_us")
-            lines.append(f"{case['name']:24s} {what:8s} {name:34s} {r['median_us']:8.1f} "
-                         f"{_fmt(graph, '8.1f'):>8s} {f.get('kv_gbs', 0):8.0f} {f.get('tflops', 0):8.2f} "
-                         f"{f.get('floor_pct', 0):6.1f} {_fmt(r.get('error'), '8.1e'):>8s}")
+            lines.append(
+                f"{case['name']:24s} {what:8s} {name:34s} {r['median_us']:8.1f} "
+                f"{_fmt(graph, '8.1f'):>8s} {f.get('kv_gbs', 0):8.0f} {f.get('tflops', 0):8.2f} "
+                f"{f.get('floor_pct', 0):6.1f} {_fmt(r.get('error'), '8.1e'):>8s}"
+            )
         wrong = case.get("wrong") or []
         if wrong:
             lines.append(f"{case['name']:24s} {len(wrong)} variants WRONG or FAILED (not ranked)")
@@ -105,28 +151,45 @@ def plot(report: dict, out_dir: Path) -> list[Path]:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.colors import LogNorm
     except ImportError:
         return []
     ceilings = report["meta"]["ceilings"]
     paths = []
     cases = [c for c in report["cases"] if c.get("trials")]
     cols = 4
-    fig, axes = plt.subplots(-(-len(cases) // cols), cols, figsize=(4.2 * cols, 3.4 * -(-len(cases) // cols)),
-                             squeeze=False)
-    for ax, case in zip(axes.flat, cases):
+    fig, axes = plt.subplots(
+        -(-len(cases) // cols),
+        cols,
+        figsize=(4.2 * cols, 3.4 * -(-len(cases) // cols)),
+        squeeze=False,
+    )
+    for ax, case in zip(axes.flat, cases, strict=False):
         ok = [t for t in case["trials"] if t["status"] == "ok"]
         hpbs = sorted({t["config"]["heads_per_block"] for t in ok})
         splits = sorted({t["config"]["kv_splits"] for t in ok})
-        grid = [[min((t["median_us"] for t in ok if t["config"]["heads_per_block"] == h
-                      and t["config"]["kv_splits"] == s), default=float("nan")) for s in splits] for h in hpbs]
-        image = ax.imshow(grid, aspect="auto", cmap="viridis_r")
+        grid = [
+            [
+                min(
+                    (
+                        t["median_us"]
+                        for t in ok
+                        if t["config"]["heads_per_block"] == h and t["config"]["kv_splits"] == s
+                    ),
+                    default=float("nan"),
+                )
+                for s in splits
+            ]
+            for h in hpbs
+        ]
+        image = ax.imshow(grid, aspect="auto", cmap="viridis_r", norm=LogNorm())
         ax.set_xticks(range(len(splits)), [str(s) for s in splits], fontsize=7)
         ax.set_yticks(range(len(hpbs)), [str(h) for h in hpbs], fontsize=7)
         ax.set_xlabel("kv_splits", fontsize=8)
         ax.set_ylabel("heads_per_block", fontsize=8)
-        ax.set_title(f"{case['name']} (best us)", fontsize=8)
+        ax.set_title(f"{case['name']}: best us (white: not timed)", fontsize=8)
         fig.colorbar(image, ax=ax)
-    for ax in list(axes.flat)[len(cases):]:
+    for ax in list(axes.flat)[len(cases) :]:
         ax.axis("off")
     fig.tight_layout()
     paths.append(out_dir / "time_hpb_splits.png")
@@ -135,8 +198,13 @@ def plot(report: dict, out_dir: Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(8, 6))
     bw = ceilings["read_gbs"] * 1e9
-    intensity = [0.5, 5000]
-    for name, peak in (("bf16 matmul", ceilings["bf16_tflops"]), ("fp32 matmul", ceilings["fp32_tflops"])):
+    intensity = [
+        0.5 * 1.1**i for i in range(110)
+    ]  # 0.5 .. ~17000 FLOP/byte, enough to show the knees
+    for name, peak in (
+        ("bf16 matmul", ceilings["bf16_tflops"]),
+        ("fp32 matmul", ceilings["fp32_tflops"]),
+    ):
         ax.plot(intensity, [min(peak, x * bw / 1e12) for x in intensity], label=f"roof: {name}")
     for i, case in enumerate(cases):
         ok = [t for t in case["trials"] if t["status"] == "ok"]

@@ -60,9 +60,15 @@ def load_grid(path: str | Path) -> list[Case]:
 
 def case_from_dict(c: dict) -> Case:
     mask = c.get("mask", "none")
-    spec = Spec(heads=c["H"], q_len=c.get("T", 1), dtype=c.get("dtype", "bfloat16"),
-                page_size=c.get("page_size", 64), mask=mask,
-                latent_dim=c.get("latent_dim", 512), rope_dim=c.get("rope_dim", 64))
+    spec = Spec(
+        heads=c["H"],
+        q_len=c.get("T", 1),
+        dtype=c.get("dtype", "bfloat16"),
+        page_size=c.get("page_size", 64),
+        mask=mask,
+        latent_dim=c.get("latent_dim", 512),
+        rope_dim=c.get("rope_dim", 64),
+    )
     return Case(name=c.get("name", spec.short_name()), spec=spec, batch=c["B"], prefix=c["S"])
 
 
@@ -79,7 +85,10 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
     vecs = axes.vec_width or (widest_vec(spec),)
     return [
         Config(heads_per_block=h, vec_width=v, smem_stages=st, num_warps=w, block_n=n)
-        for h in hpbs for w in axes.num_warps for v in vecs for st, n in axes.stage_tiles
+        for h in hpbs
+        for w in axes.num_warps
+        for v in vecs
+        for st, n in axes.stage_tiles
     ]
 
 
@@ -96,7 +105,9 @@ def prune(spec: Spec, configs: list[Config], arch: Arch) -> Pruned:
     return result
 
 
-def split_candidates(case: Case, config: Config, sm_count: int, max_candidates: int = 4) -> list[int]:
+def split_candidates(
+    case: Case, config: Config, sm_count: int, max_candidates: int = 4
+) -> list[int]:
     """KV split counts worth timing: around the count that puts ~2 blocks on every SM, never
     more splits than tiles."""
     blocks = case.batch * (case.spec.heads // config.heads_per_block)

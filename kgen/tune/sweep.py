@@ -32,9 +32,16 @@ def _compile(spec: Spec, config: Config, arch: str) -> dict:
         if usage is None:
             return {"status": "compiled"}
         r = kernel.resources
-        return {"status": "compiled", "registers": r.registers, "smem": r.smem, "spills": r.spills,
-                "occupancy": r.occupancy.fraction, "warps_per_sm": r.occupancy.warps_per_sm,
-                "limiter": r.occupancy.limiter, "q_source": kernel.layout.q_source}
+        return {
+            "status": "compiled",
+            "registers": r.registers,
+            "smem": r.smem,
+            "spills": r.spills,
+            "occupancy": r.occupancy.fraction,
+            "warps_per_sm": r.occupancy.warps_per_sm,
+            "limiter": r.occupancy.limiter,
+            "q_source": kernel.layout.q_source,
+        }
     except CompileError as err:
         return {"status": "compile error", "detail": err.log[-2000:]}
 
@@ -47,8 +54,13 @@ def compile_space(pairs: list[tuple[Spec, Config]], arch: str, jobs: int | None 
     jobs = jobs or os.cpu_count() or 1
     with ProcessPoolExecutor(max_workers=jobs, mp_context=_spawn()) as pool:
         futures = {pool.submit(_compile, s, c, arch): (s, c) for s, c in pairs}
-        for future in tqdm(as_completed(futures), total=len(futures), desc=f"compile {arch}",
-                           unit="kernel", dynamic_ncols=True):
+        for future in tqdm(
+            as_completed(futures),
+            total=len(futures),
+            desc=f"compile {arch}",
+            unit="kernel",
+            dynamic_ncols=True,
+        ):
             results[futures[future]] = future.result()
     return results
 
@@ -82,7 +94,8 @@ class Progress:
 def trial_id(case: Case, kind: str, config: Config | None = None) -> str:
     if config is None:
         return f"{case.name}|{kind}"
-    return f"{case.name}|{kind}|{json.dumps(dataclasses.replace(config, kv_splits=1).to_dict(), sort_keys=True)}"
+    compiled = dataclasses.replace(config, kv_splits=1).to_dict()
+    return f"{case.name}|{kind}|{json.dumps(compiled, sort_keys=True)}"
 
 
 @dataclasses.dataclass
@@ -106,31 +119,52 @@ def gpu_present() -> bool:
     return torch.cuda.is_available()
 
 
-def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions = SweepOptions()) -> dict:
+def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = None) -> dict:
+    options = options or SweepOptions()
     out_dir.mkdir(parents=True, exist_ok=True)
     compile_only = (not gpu_present()) if options.compile_only is None else options.compile_only
     arch = resolve_arch(options.arch or ("sm_120" if compile_only else "native"))
-    meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "kgen": __version__, "nvrtc": nvrtc_version(), "arch": arch.name,
-            "mode": "compile-only" if compile_only else "gpu"}
+    meta = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "kgen": __version__,
+        "nvrtc": nvrtc_version(),
+        "arch": arch.name,
+        "mode": "compile-only" if compile_only else "gpu",
+    }
 
-    pruned = {case.name: prune(case.spec, enumerate_configs(case.spec, options.axes), arch) for case in cases}
+    pruned = {
+        case.name: prune(case.spec, enumerate_configs(case.spec, options.axes), arch)
+        for case in cases
+    }
     pairs = sorted({(c.spec, cfg) for c in cases for cfg in pruned[c.name].kept}, key=repr)
     compiled = compile_space(pairs, arch.name, options.jobs)
     report = {"meta": meta, "cases": []}
     for case in cases:
-        report["cases"].append({
-            "name": case.name, "spec": case.spec.to_dict(), "batch": case.batch, "prefix": case.prefix,
-            "variants": [{"config": cfg.to_dict(), **compiled[(case.spec, cfg)]} for cfg in pruned[case.name].kept],
-            "refused": [{"config": cfg.to_dict(), "reason": why} for cfg, why in pruned[case.name].refused],
-        })
+        report["cases"].append(
+            {
+                "name": case.name,
+                "spec": case.spec.to_dict(),
+                "batch": case.batch,
+                "prefix": case.prefix,
+                "variants": [
+                    {"config": cfg.to_dict(), **compiled[(case.spec, cfg)]}
+                    for cfg in pruned[case.name].kept
+                ],
+                "refused": [
+                    {"config": cfg.to_dict(), "reason": why}
+                    for cfg, why in pruned[case.name].refused
+                ],
+            }
+        )
     if not compile_only:
         _time_cases(cases, report, arch, out_dir, options)
     (out_dir / "results.json").write_text(json.dumps(report, indent=1))
     return report
 
 
-def _time_cases(cases: list[Case], report: dict, arch, out_dir: Path, options: SweepOptions) -> None:
+def _time_cases(
+    cases: list[Case], report: dict, arch, out_dir: Path, options: SweepOptions
+) -> None:
     from kgen.tune.worker import InProcessExecutor, WorkerExecutor
 
     progress = Progress(out_dir / "progress.jsonl")
@@ -143,14 +177,16 @@ def _time_cases(cases: list[Case], report: dict, arch, out_dir: Path, options: S
             progress.add({"id": "ceilings", **executor.call("ceilings")})
         report["meta"]["ceilings"] = progress.done["ceilings"]
         seed = options.seed
-        for case, entry in zip(cases, report["cases"]):
+        for case, entry in zip(cases, report["cases"], strict=True):
             started = time.time()
             default = default_config(case.spec, case.batch, case.max_len, arch, sms)
             variants = [v for v in entry["variants"] if v["status"] == "compiled"]
             configs = [Config.from_dict(v["config"]) for v in variants]
             jobs = [("variant", cfg, split_candidates(case, cfg, sms)) for cfg in configs]
             jobs.append(("default", default, [default.kv_splits]))
-            for kind, cfg, splits in tqdm(jobs, desc=f"time {case.name}", unit="variant", dynamic_ncols=True):
+            for kind, cfg, splits in tqdm(
+                jobs, desc=f"time {case.name}", unit="variant", dynamic_ncols=True
+            ):
                 key = trial_id(case, kind, cfg)
                 if key in progress.done:
                     continue
@@ -158,8 +194,14 @@ def _time_cases(cases: list[Case], report: dict, arch, out_dir: Path, options: S
                 try:
                     rows = executor.call("variant", case, cfg, splits, seed, options.reps)
                 except TrialCrashed as crash:
-                    rows = [{"config": dataclasses.replace(cfg, kv_splits=s).to_dict(), "status": "failed",
-                             "detail": str(crash)[-2000:]} for s in splits]
+                    rows = [
+                        {
+                            "config": dataclasses.replace(cfg, kv_splits=s).to_dict(),
+                            "status": "failed",
+                            "detail": str(crash)[-2000:],
+                        }
+                        for s in splits
+                    ]
                 progress.add({"id": key, "kind": kind, "rows": rows})
             if trial_id(case, "torch") not in progress.done:
                 try:
@@ -170,10 +212,16 @@ def _time_cases(cases: list[Case], report: dict, arch, out_dir: Path, options: S
             _summarise(case, entry, progress, default)
             for kind in ("best", "default"):
                 chosen = entry.get(kind)
-                gid = trial_id(case, f"graph-{kind}", Config.from_dict(chosen["config"])) if chosen else None
+                gid = (
+                    trial_id(case, f"graph-{kind}", Config.from_dict(chosen["config"]))
+                    if chosen
+                    else None
+                )
                 if chosen and gid not in progress.done:
                     try:
-                        graph = executor.call("graph", case, Config.from_dict(chosen["config"]), seed + 2)
+                        graph = executor.call(
+                            "graph", case, Config.from_dict(chosen["config"]), seed + 2
+                        )
                     except TrialCrashed as crash:
                         graph = {"status": "failed", "detail": str(crash)[-2000:]}
                     progress.add({"id": gid, "row": graph})
@@ -181,10 +229,19 @@ def _time_cases(cases: list[Case], report: dict, arch, out_dir: Path, options: S
                     chosen["graph"] = progress.done[gid]["row"]
             if entry.get("best"):
                 best = entry["best"]
-                db.record(gpu, arch.name, case.spec, bucket(case.batch, case.max_len), report["meta"]["nvrtc"],
-                          Config.from_dict(best["config"]),
-                          {"median_us": best["median_us"], "case": case.name,
-                           "date": report["meta"]["date"]})
+                db.record(
+                    gpu,
+                    arch.name,
+                    case.spec,
+                    bucket(case.batch, case.max_len),
+                    report["meta"]["nvrtc"],
+                    Config.from_dict(best["config"]),
+                    {
+                        "median_us": best["median_us"],
+                        "case": case.name,
+                        "date": report["meta"]["date"],
+                    },
+                )
             entry["seconds"] = time.time() - started
     finally:
         executor.close()

@@ -20,8 +20,12 @@ class Timing:
     runs: int
 
     def to_dict(self) -> dict:
-        return {"median_us": self.median_us, "p10_us": self.p10_us, "p90_us": self.p90_us,
-                "runs": self.runs}
+        return {
+            "median_us": self.median_us,
+            "p10_us": self.p10_us,
+            "p90_us": self.p90_us,
+            "runs": self.runs,
+        }
 
 
 class Timer:
@@ -75,20 +79,20 @@ def _summary(times: list[float]) -> Timing:
     return Timing(statistics.median(times), times[n // 10], times[min(n - 1, (9 * n) // 10)], n)
 
 
+def _bandwidths(timer: Timer, device: torch.device, n: int) -> dict:
+    """Copy (bytes read + written) and read-only (a float sum streams at DRAM speed) GB/s."""
+    src = torch.empty(n, dtype=torch.uint8, device=device).random_()
+    dst = torch.empty_like(src)
+    floats = src.view(torch.float32)
+    copy = timer.flushed(lambda: dst.copy_(src), reps=10)
+    read = timer.flushed(lambda: floats.sum(), reps=10)
+    return {"copy_gbs": 2 * n / copy.median_us / 1e3, "read_gbs": n / read.median_us / 1e3}
+
+
 def measure_ceilings(device: torch.device) -> dict:
     """Copy and read bandwidth, bf16 and fp32 matmul rates, measured here and now."""
     timer = Timer(device)
-    n = 1 << 30
-    src = torch.empty(n, dtype=torch.uint8, device=device).random_()
-    dst = torch.empty_like(src)
-    copy = timer.flushed(lambda: dst.copy_(src), reps=10)
-    floats = src.view(torch.float32)
-    read = timer.flushed(lambda: floats.sum(), reps=10)  # a float sum streams at DRAM speed
-    del src, dst, floats
-    ceilings = {
-        "copy_gbs": 2 * n / copy.median_us / 1e3,
-        "read_gbs": n / read.median_us / 1e3,
-    }
+    ceilings = _bandwidths(timer, device, 1 << 30)
     for name, dtype in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
         size = 8192
         a = torch.randn(size, size, device=device, dtype=dtype)

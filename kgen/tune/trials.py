@@ -35,7 +35,9 @@ class Trials:
     def ceilings(self) -> dict:
         return {"gpu": torch.cuda.get_device_name(self.device), **measure_ceilings(self.device)}
 
-    def variant(self, case: Case, config: Config, splits: list[int], seed: int, reps: int) -> list[dict]:
+    def variant(
+        self, case: Case, config: Config, splits: list[int], seed: int, reps: int
+    ) -> list[dict]:
         """Check and time `config` at each split count on one fresh workload."""
         w = make_workload(case.spec, case.seq_lens, device=self.device, seed=seed)
         ref = [x.cpu().numpy() for x in torch_reference(w)]
@@ -52,7 +54,9 @@ class Trials:
             except AssertionError as err:
                 results.append({**row, "status": "wrong", "detail": str(err)})
                 continue
-            timing = self.timer.flushed(lambda k=kernel: k(*w.args(), out=out, lse=lse), reps=reps)
+            timing = self.timer.flushed(
+                lambda k=kernel, o=out, s=lse: k(*w.args(), out=o, lse=s), reps=reps
+            )
             results.append({**row, "status": "ok", **timing.to_dict()})
         return results
 
@@ -61,10 +65,15 @@ class Trials:
         kernel = build(case.spec, config, "native")
         first = make_workload(case.spec, case.seq_lens, device=self.device, seed=seed)
         copies = max(1, min(16, math.ceil(L2_ROTATION_BYTES / max(1, first.kv_bytes()))))
-        workloads = [first] + [make_workload(case.spec, case.seq_lens, device=self.device, seed=seed + i)
-                               for i in range(1, copies)]
+        workloads = [first] + [
+            make_workload(case.spec, case.seq_lens, device=self.device, seed=seed + i)
+            for i in range(1, copies)
+        ]
         outputs = [_poisoned(w) for w in workloads]
-        calls = [lambda w=w, o=o: kernel(*w.args(), out=o[0], lse=o[1]) for w, o in zip(workloads, outputs)]
+        calls = [
+            lambda w=w, o=o: kernel(*w.args(), out=o[0], lse=o[1])
+            for w, o in zip(workloads, outputs, strict=True)
+        ]
         return {**self.timer.graph(calls).to_dict(), "rotated_inputs": copies}
 
     def baseline(self, case: Case, seed: int, reps: int) -> dict:
@@ -90,8 +99,12 @@ def _work(w: Workload) -> dict:
 
 def _poisoned(w: Workload):
     spec = w.spec
-    out = torch.full((w.batch, spec.q_len, spec.heads, spec.latent_dim), float("nan"),
-                     dtype=w.q.dtype, device=w.q.device)
+    out = torch.full(
+        (w.batch, spec.q_len, spec.heads, spec.latent_dim),
+        float("nan"),
+        dtype=w.q.dtype,
+        device=w.q.device,
+    )
     return out, torch.full((w.batch, spec.q_len, spec.heads), float("nan"), device=w.q.device)
 
 
@@ -101,5 +114,10 @@ def _np(x: torch.Tensor) -> np.ndarray:
 
 def _resources(kernel) -> dict:
     r = kernel.resources
-    return {"registers": r.registers, "smem": r.smem, "spills": r.spills,
-            "occupancy": r.occupancy.fraction, "warps_per_sm": r.occupancy.warps_per_sm}
+    return {
+        "registers": r.registers,
+        "smem": r.smem,
+        "spills": r.spills,
+        "occupancy": r.occupancy.fraction,
+        "warps_per_sm": r.occupancy.warps_per_sm,
+    }
