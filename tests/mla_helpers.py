@@ -29,14 +29,7 @@ def run_poisoned(kernel, w: Workload, **kwargs):
     """Call the kernel with out and lse pre-filled with NaN, so an unwritten element shows."""
     import torch
 
-    spec = w.spec
-    out = torch.full(
-        (w.batch, spec.q_len, spec.heads, spec.latent_dim),
-        float("nan"),
-        dtype=w.q.dtype,
-        device=w.q.device,
-    )
-    lse = torch.full((w.batch, spec.q_len, spec.heads), float("nan"), device=w.q.device)
+    out, lse = w.poisoned_outputs()
     kernel(*w.args(), out=out, lse=lse, **kwargs)
     torch.cuda.synchronize()
     return out, lse

@@ -26,6 +26,15 @@ def relative_errors(out, ref_out) -> np.ndarray:
         return np.where(norm > 0, diff / np.where(norm > 0, norm, 1), np.where(diff > 0, np.inf, 0))
 
 
+def _same_nans(name: str, got: np.ndarray, ref: np.ndarray) -> None:
+    mismatch = np.isnan(got) != np.isnan(ref)
+    if mismatch.any():
+        where = tuple(np.argwhere(mismatch)[0])
+        raise AssertionError(
+            f"NaN mismatch in {name} at {where}: got {got[where]}, reference {ref[where]}"
+        )
+
+
 def check_attention(out, lse, ref_out, ref_lse, dtype: str) -> float:
     """Raise AssertionError unless (out, lse) matches the reference within dtype's tolerance.
 
@@ -38,20 +47,9 @@ def check_attention(out, lse, ref_out, ref_lse, dtype: str) -> float:
     ref_lse = np.asarray(ref_lse, dtype=np.float64)
     assert out.shape == ref_out.shape, f"out shape {out.shape} != {ref_out.shape}"
     assert lse.shape == ref_lse.shape, f"lse shape {lse.shape} != {ref_lse.shape}"
-    nan_out, nan_ref = np.isnan(out), np.isnan(ref_out)
-    if (nan_out != nan_ref).any():
-        where = np.argwhere(nan_out != nan_ref)[0]
-        raise AssertionError(
-            f"NaN mismatch in out at {tuple(where)}: got {out[tuple(where)]}, "
-            f"reference {ref_out[tuple(where)]}"
-        )
-    nan_lse, nan_lse_ref = np.isnan(lse), np.isnan(ref_lse)
-    if (nan_lse != nan_lse_ref).any():
-        where = np.argwhere(nan_lse != nan_lse_ref)[0]
-        raise AssertionError(
-            f"NaN mismatch in lse at {tuple(where)}: got {lse[tuple(where)]}, "
-            f"reference {ref_lse[tuple(where)]}"
-        )
+    _same_nans("out", out, ref_out)
+    _same_nans("lse", lse, ref_lse)
+    nan_ref = np.isnan(ref_out)
     errors = relative_errors(np.where(nan_ref, 0, out), np.where(nan_ref, 0, ref_out))
     worst = float(errors.max()) if errors.size else 0.0
     if worst > TOLERANCE[dtype]:

@@ -27,6 +27,13 @@ class Workload:
     def args(self) -> tuple:
         return (self.q, self.kv_cache, self.block_table, self.seq_lens, self.mask, self.scale)
 
+    def poisoned_outputs(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """out and lse filled with NaN: after a call, any unwritten element shows."""
+        spec, nan = self.spec, float("nan")
+        shape = (self.batch, spec.q_len, spec.heads)
+        out = torch.full((*shape, spec.latent_dim), nan, dtype=self.q.dtype, device=self.q.device)
+        return out, torch.full(shape, nan, dtype=torch.float32, device=self.q.device)
+
     def kv_bytes(self) -> int:
         """Unique KV bytes one call must read: every sequence's positions once."""
         return int(self.seq_lens.sum()) * self.spec.head_dim * self.kv_cache.element_size()

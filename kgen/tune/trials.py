@@ -46,7 +46,7 @@ class Trials:
         for count in splits:
             cfg = dataclasses.replace(config, kv_splits=count)
             kernel = build(case.spec, cfg, "native")
-            out, lse = _poisoned(w)
+            out, lse = w.poisoned_outputs()
             kernel(*w.args(), out=out, lse=lse)
             row = {"config": cfg.to_dict(), "resources": _resources(kernel), **work}
             try:
@@ -69,7 +69,7 @@ class Trials:
             make_workload(case.spec, case.seq_lens, device=self.device, seed=seed + i)
             for i in range(1, copies)
         ]
-        outputs = [_poisoned(w) for w in workloads]
+        outputs = [w.poisoned_outputs() for w in workloads]
         calls = [
             lambda w=w, o=o: kernel(*w.args(), out=o[0], lse=o[1])
             for w, o in zip(workloads, outputs, strict=True)
@@ -95,17 +95,6 @@ def _work(w: Workload) -> dict:
     out_bytes = w.q.numel() // w.spec.head_dim * w.spec.latent_dim * w.q.element_size()
     io = w.kv_bytes() + w.q.numel() * w.q.element_size() + out_bytes
     return {"kv_bytes": w.kv_bytes(), "bytes": io, "flops": w.flops()}
-
-
-def _poisoned(w: Workload):
-    spec = w.spec
-    out = torch.full(
-        (w.batch, spec.q_len, spec.heads, spec.latent_dim),
-        float("nan"),
-        dtype=w.q.dtype,
-        device=w.q.device,
-    )
-    return out, torch.full((w.batch, spec.q_len, spec.heads), float("nan"), device=w.q.device)
 
 
 def _np(x: torch.Tensor) -> np.ndarray:
