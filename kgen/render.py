@@ -1,14 +1,16 @@
 """Rendering: Jinja templates + validated values -> CUDA C++ source (a Program).
 
-Only integers, booleans and members of `CType` reach a template, each turned into C++ text here,
-in one place; no user-supplied string is ever pasted into a kernel.
+Only integers, booleans, members of `CType` and kgen's own `CStruct` layouts reach a template,
+each turned into C++ text here, in one place; no user-supplied string is ever pasted into a kernel.
 """
 
 from __future__ import annotations
 
+import ctypes
 import enum
 import functools
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -35,13 +37,59 @@ class CType(enum.Enum):
         return {"float32": cls.FLOAT32, "float16": cls.FLOAT16, "bfloat16": cls.BFLOAT16}[dtype]
 
 
-Value = bool | int | float | CType
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+C_TYPES = {  # the C spellings a generated struct field may have, by ctypes type
+    ctypes.c_int32: "int",
+    ctypes.c_int64: "long long",
+    ctypes.c_float: "float",
+}
+C_POINTEES = ("const T", "T", "const int", "int", "float", "const unsigned long long")
+
+
+@dataclass(frozen=True)
+class CStruct:
+    """A C struct generated from a ctypes.Structure, so host and kernel share one field list.
+
+    `pointees` gives the pointed-to C type of each c_void_p field (one of C_POINTEES). The C++
+    text asserts every field's offset and the struct's size against ctypes' layout.
+    """
+
+    name: str
+    layout: type[ctypes.Structure]
+    pointees: tuple[tuple[str, str], ...]
+
+    def cpp(self) -> str:
+        pointees = dict(self.pointees)
+        lines, checks = [f"struct {self.name} {{"], []
+        for field, kind in self.layout._fields_:
+            if not _IDENTIFIER.fullmatch(field):
+                raise ValueError(f"struct field {field!r} is not a C identifier")
+            if kind is ctypes.c_void_p:
+                pointee = pointees[field]
+                if pointee not in C_POINTEES:
+                    raise ValueError(f"pointer field {field}: {pointee!r} not in {C_POINTEES}")
+                lines.append(f"  {pointee}* {field};")
+            else:
+                lines.append(f"  {C_TYPES[kind]} {field};")
+            offset = getattr(self.layout, field).offset
+            checks.append(
+                f'static_assert(__builtin_offsetof({self.name}, {field}) == {offset}, "{field}");'
+            )
+        size = ctypes.sizeof(self.layout)
+        lines.append("};")
+        checks.append(f'static_assert(sizeof({self.name}) == {size}, "{self.name} size");')
+        return "\n".join(lines + checks)
+
+
+Value = bool | int | float | CType | CStruct
 
 
 def cpp_literal(value: Value) -> str:
     """The C++ spelling of one template value."""
     if isinstance(value, CType):
         return value.value
+    if isinstance(value, CStruct):
+        return value.cpp()
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -51,7 +99,8 @@ def cpp_literal(value: Value) -> str:
             raise ValueError(f"template value {value!r} is not finite")
         return f"{value!r}f"
     raise TypeError(
-        f"template values must be int, bool, float or CType, not {type(value).__name__} ({value!r})"
+        "template values must be int, bool, float, CType or CStruct, not "
+        f"{type(value).__name__} ({value!r})"
     )
 
 

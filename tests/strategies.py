@@ -36,8 +36,21 @@ def specs(draw, max_q_len: int = 16, dtypes=("float32", "float16", "bfloat16"), 
 
 
 @st.composite
-def raw_configs(draw, spec: Spec):
+def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
     """Any Config whose own fields are valid (plan may still refuse it for spec/arch)."""
+    compute = draw(st.sampled_from(computes if spec.dtype != "float32" else ("fma",)))
+    if compute == "mma":
+        warps = draw(st.sampled_from([1, 2, 4, 8]))
+        return Config(
+            heads_per_block=draw(st.sampled_from(divisors(spec.heads))),
+            kv_splits=draw(st.sampled_from(SPLITS)),
+            vec_width=8,
+            smem_stages=draw(st.integers(2, 4)),
+            num_warps=warps,
+            block_n=draw(st.sampled_from([16, 32, 48, 64])),
+            compute="mma",
+            col_groups=draw(st.sampled_from([c for c in (1, 2, 4, 8) if c <= warps])),
+        )
     stages = draw(st.integers(0, 3))
     return Config(
         heads_per_block=draw(st.sampled_from(divisors(spec.heads) + [spec.heads * 2])),
@@ -50,9 +63,9 @@ def raw_configs(draw, spec: Spec):
 
 
 @st.composite
-def configs(draw, spec: Spec, arch: Arch):
+def configs(draw, spec: Spec, arch: Arch, computes=("fma", "mma")):
     """A Config that plan accepts for spec on arch."""
-    config = draw(raw_configs(spec))
+    config = draw(raw_configs(spec, computes))
     try:
         plan(spec, config, arch)
     except ConfigError:

@@ -1,6 +1,8 @@
 """MLA variants without a GPU: every sampled valid config renders and compiles for sm_120 and
 sm_90; invalid ones are refused before compiling, with the field and the reason."""
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,6 +20,7 @@ INTERFACE_SPEC = Spec(
 INTERFACE_CONFIG = Config(
     heads_per_block=8, kv_splits=16, vec_width=8, smem_stages=2, num_warps=4, block_n=32
 )
+MMA = Config(heads_per_block=8, compute="mma", num_warps=4, col_groups=4, block_n=16, smem_stages=2)
 
 
 def test_interface_example_builds_without_a_gpu():
@@ -84,12 +87,26 @@ def monkeypatch_module():
             "num_warps",
             "per warp",
         ),
-        (Spec(heads=8), Config(smem_stages=0, block_n=64), "block_n", "registers"),
+        (Spec(heads=8, dtype="float32"), MMA, "compute", "float16 or bfloat16"),
+        (Spec(heads=8), replace(MMA, vec_width=4), "vec_width", "16-byte"),
+        (Spec(heads=8), replace(MMA, block_n=24), "block_n", "multiple of 16"),
+        (Spec(heads=8), replace(MMA, smem_stages=1), "smem_stages", "at least 2"),
+        (Spec(heads=8), replace(MMA, col_groups=3), "col_groups", "divide num_warps"),
+        (Spec(heads=8), replace(MMA, num_warps=8, col_groups=2), "col_groups", "row groups"),
+        (Spec(heads=64), replace(MMA, heads_per_block=64), "heads_per_block", "101376"),
+        (Spec(heads=8, latent_dim=40, rope_dim=8), MMA, "compute", "multiples of 16"),
     ],
 )
 def test_refusals_name_field_and_reason(spec, config, field, reason):
     with pytest.raises(ConfigError, match=rf"Config\.{field}=.*{reason}"):
         plan(spec, config, ARCHS["sm_120"])
+
+
+def test_a_register_estimate_is_no_refusal():
+    """Over 255 estimated registers is a pruning hint for the sweep: build still compiles it."""
+    spec, config = Spec(heads=8), Config(smem_stages=0, block_n=64)
+    layout = plan(spec, config, ARCHS["sm_120"])
+    assert layout.registers_estimate > ARCHS["sm_120"].max_regs_per_thread
 
 
 def test_sm90_takes_what_sm120_cannot():

@@ -135,10 +135,24 @@ def test_hostile_inputs(case, dtype):
     else:
         values = torch.arange(w.kv_cache.numel(), device="cuda", dtype=torch.float32)
         w.kv_cache.copy_(((values % 97) / 97 - 0.5).reshape(w.kv_cache.shape))
-    for config in (
+    configs = [
         Config(heads_per_block=4, kv_splits=3, vec_width=4, smem_stages=2, block_n=8),
         Config(heads_per_block=1, kv_splits=1, vec_width=1, smem_stages=0, block_n=2),
-    ):
+    ]
+    if dtype != "float32":
+        configs += [
+            Config(heads_per_block=4, kv_splits=3, smem_stages=2, block_n=16, compute="mma"),
+            Config(
+                heads_per_block=2,
+                kv_splits=1,
+                smem_stages=3,
+                block_n=32,
+                compute="mma",
+                num_warps=8,
+                col_groups=8,
+            ),
+        ]
+    for config in configs:
         out, lse = run_poisoned(build(spec, config, "native"), w)
         check_attention(*to_numpy(out, lse), *reference_for(w), dtype)
 
@@ -174,6 +188,8 @@ def test_nan_in_one_query_row_stays_in_that_row():
     for config in (
         Config(heads_per_block=4, kv_splits=4),
         Config(heads_per_block=1, smem_stages=0, block_n=4),
+        Config(heads_per_block=4, kv_splits=4, block_n=16, compute="mma"),
+        Config(heads_per_block=2, kv_splits=1, block_n=32, compute="mma", col_groups=2),
     ):
         out, lse = run_poisoned(build(spec, config, "native"), w)
         check_attention(
@@ -205,3 +221,73 @@ def test_invalid_sequences_give_nan_rows_or_raise_with_validate():
     w.seq_lens[1] = 10_000
     with pytest.raises(InputError, match=r"seq_lens\[1\]=10000.*holds only"):
         kernel(*w.args(), validate=True)
+
+
+MMA_SAMPLE = [
+    Config(heads_per_block=8, kv_splits=5, block_n=16, smem_stages=3, compute="mma"),
+    Config(
+        heads_per_block=4,
+        kv_splits=1,
+        block_n=32,
+        smem_stages=2,
+        num_warps=8,
+        col_groups=4,
+        compute="mma",
+    ),
+    Config(
+        heads_per_block=2,
+        kv_splits=64,
+        block_n=64,
+        smem_stages=2,
+        num_warps=2,
+        col_groups=2,
+        compute="mma",
+    ),
+]
+
+
+@pytest.mark.parametrize("config", MMA_SAMPLE, ids=lambda c: c.short_name())
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_nonfinite_draft_kv_reaches_only_the_rows_that_see_it(config, value):
+    """Tensor cores compute 0 * Inf = NaN: a draft position some rows must not see holds Inf/NaN
+    in V, yet only the rows that see it may change (the scan + scalar path)."""
+    import torch
+
+    spec = Spec(heads=8, q_len=6, dtype="bfloat16", page_size=16, mask="tree")
+    w = make_workload(spec, [6 + 50, 6 + 130], seed=11)
+    tree = torch.tensor(
+        [
+            [1, 0, 0, 0, 0, 0],
+            [1, 1, 0, 0, 0, 0],
+            [1, 0, 1, 0, 0, 0],
+            [1, 1, 0, 1, 0, 0],
+            [1, 0, 1, 0, 1, 0],
+            [1, 1, 0, 1, 0, 1],
+        ],
+        dtype=torch.bool,
+        device="cuda",
+    )
+    w.mask = tree.expand(2, 6, 6).contiguous()
+    for b, length in enumerate(w.seq_lens.tolist()):
+        n = length - 6 + 3  # draft 3: seen by rows 3 and 5 only
+        page = int(w.block_table[b, n // 16])
+        w.kv_cache[page, n % 16, : spec.latent_dim] = value
+    out, lse = run_poisoned(build(spec, config, "native"), w)
+    if value != value:
+        check_attention(*to_numpy(out, lse), *reference_for(w), "bfloat16")
+    bad = out.float().isnan() | out.float().isinf()
+    rows = bad.any(dim=-1).any(dim=-1)  # [B, T]
+    assert rows[:, [3, 5]].all() and not rows[:, [0, 1, 2, 4]].any()
+
+
+@settings(max_examples=30)
+@given(data=st.data())
+def test_mma_agrees_with_fma(data):
+    spec = data.draw(specs(dtypes=("float16", "bfloat16")), label="spec")
+    fma = data.draw(configs(spec, native(), computes=("fma",)), label="fma")
+    mma = data.draw(configs(spec, native(), computes=("mma",)), label="mma")
+    w = make_workload(spec, data.draw(seq_lens(spec)), seed=data.draw(SEEDS))
+    a = to_numpy(*run_poisoned(build(spec, fma, "native"), w))
+    b = to_numpy(*run_poisoned(build(spec, mma, "native"), w))
+    assert relative_errors(a[0], b[0]).max() <= 2 * TOLERANCE[spec.dtype]
+    np.testing.assert_allclose(a[1], b[1], atol=2e-2, rtol=0)

@@ -39,13 +39,21 @@ def test_grid_loads_every_case():
 def test_enumeration_and_pruning_agree_with_plan():
     spec = Spec(heads=16, q_len=4, mask="causal")
     configs = enumerate_configs(spec, Axes())
-    assert len(configs) == 5 * 2 * 6  # divisors of 16 x warps x (stages, block_n)
+    fma = [c for c in configs if c.compute == "fma"]
+    mma = [c for c in configs if c.compute == "mma"]
+    assert len(fma) == 5 * 2 * 6  # divisors of 16 x warps x (stages, block_n)
+    assert len(mma) == 5 * (2 + 3) * 6  # divisors x (warps, col_groups <= warps) x tiles
     pruned = prune(spec, configs, ARCHS["sm_120"])
     assert pruned.kept and pruned.refused
+    assert {c.compute for c in pruned.kept} == {"fma", "mma"}
     for config in pruned.kept:
-        plan(spec, config, ARCHS["sm_120"])
-    assert all(reason.startswith("Config.") for _, reason in pruned.refused)
+        layout = plan(spec, config, ARCHS["sm_120"])
+        assert layout.registers_estimate <= ARCHS["sm_120"].max_regs_per_thread
+    hard = [r for _, r in pruned.refused if r.startswith("Config.")]
+    soft = [r for _, r in pruned.refused if r.startswith("soft: ")]
+    assert hard and soft and len(hard) + len(soft) == len(pruned.refused)
     assert len(pruned.kept) + len(pruned.refused) == len(configs)
+    assert not enumerate_configs(Spec(heads=4, dtype="float32"), Axes(computes=("mma",)))
 
 
 def test_split_candidates_stay_within_tiles():

@@ -1,4 +1,9 @@
-"""The default design point when no tuned one exists: a rule of thumb over the occupancy model."""
+"""The default design point when no tuned one exists: a rule of thumb over the layout models.
+
+16-bit dtypes take the tensor-core path; float32 stays on the FMA path (no TF32: its tolerance is
+1e-5). Every candidate goes through `plan` for the target arch, so the default respects its shared
+memory (sm_120: 99 KB per block) and stays under its register file.
+"""
 
 from __future__ import annotations
 
@@ -8,44 +13,87 @@ from kgen.arch import Arch
 from kgen.mla.layout import ConfigError, plan
 from kgen.mla.spec import Config, Spec
 
-ROWS_PER_WARP_TARGET = 4  # q.k and p.v registers stay well under the 255 limit
+ROWS_PER_WARP_TARGET = 4  # FMA: q.k and p.v registers stay well under the 255 limit
+MMA_MAX_M_TILES = 4  # rows per block the tensor-core default amortises a KV tile over
+MMA_REGISTER_TARGET = 200
 MIN_TILES_PER_SPLIT = 2
 
 
-def _widest_vec(spec: Spec) -> int:
+def widest_vec(spec: Spec) -> int:
     vec = 16 // spec.elem_bytes
     while spec.latent_dim % vec or spec.rope_dim % vec:
         vec //= 2
     return vec
 
 
-def default_config(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_count: int) -> Config:
-    """Amortise KV reads over as many heads as registers allow, then split KV until the blocks
-    fill every SM for the occupancy the layout allows."""
-    vec = _widest_vec(spec)
+def _divisors_descending(n: int) -> list[int]:
+    return sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True)
+
+
+def _mma_candidates(spec: Spec):
+    """Most heads per block first (each KV tile serves more rows), then deeper pipelines."""
+    for hpb in _divisors_descending(spec.heads):
+        m_tiles = math.ceil(spec.q_len * hpb / 16)
+        if m_tiles > MMA_MAX_M_TILES:
+            continue
+        warps = 4 if m_tiles <= 2 else 8
+        for stages, block_n in ((3, 16), (2, 16)):
+            for cols in (4, 2, 8):
+                yield Config(
+                    heads_per_block=hpb,
+                    vec_width=16 // spec.elem_bytes,
+                    smem_stages=stages,
+                    num_warps=warps,
+                    block_n=block_n,
+                    compute="mma",
+                    col_groups=cols,
+                )
+
+
+def _fma_candidates(spec: Spec, arch: Arch):
+    vec = widest_vec(spec)
     # Short tiles in a deep cp.async pipeline won most H200 sweeps (bench/RESULTS.md).
     stages, block_n = (3, 16) if vec * spec.elem_bytes >= 4 else (1, 16)
     while stages * block_n * spec.head_dim * spec.elem_bytes > arch.smem_per_block and stages > 2:
         stages -= 1
-    best = None
-    for hpb in sorted((d for d in range(1, spec.heads + 1) if spec.heads % d == 0), reverse=True):
+    for hpb in _divisors_descending(spec.heads):
         rows = spec.q_len * hpb
         warps = 8 if rows > 2 * ROWS_PER_WARP_TARGET else 4
         if math.ceil(rows / warps) > ROWS_PER_WARP_TARGET and hpb > 1:
             continue
-        best = Config(
+        yield Config(
             heads_per_block=hpb, vec_width=vec, smem_stages=stages, num_warps=warps, block_n=block_n
         )
+
+
+def _first_fitting(spec: Spec, arch: Arch, compute: str):
+    candidates = _mma_candidates(spec) if compute == "mma" else _fma_candidates(spec, arch)
+    limit = MMA_REGISTER_TARGET if compute == "mma" else arch.max_regs_per_thread
+    for config in candidates:
         try:
-            layout = plan(spec, best, arch)
+            layout = plan(spec, config, arch)
         except ConfigError:
             continue
-        break
-    if best is None:
+        if layout.registers_estimate <= limit:
+            return config, layout
+    return None
+
+
+def default_config(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_count: int) -> Config:
+    """The first candidate that fits the arch (tensor cores first for 16-bit dtypes; dims they
+    cannot tile fall back to FMA), then KV splits until the blocks fill every SM for the
+    occupancy the layout allows."""
+    computes = ("fma",) if spec.dtype == "float32" else ("mma", "fma")
+    for compute in computes:
+        found = _first_fitting(spec, arch, compute)
+        if found is not None:
+            config, layout = found
+            break
+    else:
         raise ConfigError(f"no default config fits {spec.short_name()} on {arch.name}")
     occupancy = arch.occupancy(layout.threads, layout.registers_estimate, layout.dynamic_smem)
     wanted_blocks = sm_count * max(1, occupancy.blocks_per_sm)
-    blocks = batch * (spec.heads // best.heads_per_block)
-    max_splits = max(1, math.ceil(max_seq_len / (MIN_TILES_PER_SPLIT * best.block_n)))
+    blocks = batch * (spec.heads // config.heads_per_block)
+    max_splits = max(1, math.ceil(max_seq_len / (MIN_TILES_PER_SPLIT * config.block_n)))
     splits = min(max_splits, max(1, math.ceil(wanted_blocks / max(1, blocks))), 256)
-    return Config(**{**best.to_dict(), "kv_splits": splits})
+    return Config(**{**config.to_dict(), "kv_splits": splits})

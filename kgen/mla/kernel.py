@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import math
 
 from kgen.arch import Arch, resolve_arch
 from kgen.build import Binary, build_program
 from kgen.launch import function_usage, load_module
-from kgen.mla.layout import COMBINE_WARPS, Layout, plan
-from kgen.mla.program import ATTENTION, COMBINE, KernelParams, mla_program
+from kgen.mla import workspace
+from kgen.mla.layout import Layout, plan
+from kgen.mla.mma_layout import MMALayout
+from kgen.mla.program import ATTENTION, KernelParams, mla_program
 from kgen.mla.spec import Config, Spec
 from kgen.resources import Resources
 
@@ -20,7 +21,9 @@ LOG2E = 1.0 / math.log(2.0)
 class MLAKernel:
     """One compiled variant: `source`, `cubin`, `resources`; call it with torch tensors."""
 
-    def __init__(self, spec: Spec, config: Config, arch: Arch, layout: Layout, binary: Binary):
+    def __init__(
+        self, spec: Spec, config: Config, arch: Arch, layout: Layout | MMALayout, binary: Binary
+    ):
         self.spec, self.config, self.arch, self.layout, self.binary = (
             spec,
             config,
@@ -36,11 +39,6 @@ class MLAKernel:
         return Resources.of(
             ATTENTION, usage, self.arch, self.layout.threads, self.layout.dynamic_smem
         )
-
-    @functools.cached_property
-    def combine_resources(self) -> Resources:
-        usage = function_usage(self.binary, COMBINE)
-        return Resources.of(COMBINE, usage, self.arch, COMBINE_WARPS * 32, 0)
 
     @property
     def source(self) -> str:
@@ -95,13 +93,17 @@ class MLAKernel:
             return out, lse
 
         splits = cfg.kv_splits
-        ws_o = ws_lse = None
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        stream = torch.cuda.current_stream(device).cuda_stream
+        head_groups = spec.heads // cfg.heads_per_block
+        ws_o = ws_lse = counters = None
         if splits > 1:
-            rows = spec.q_len * spec.heads
-            ws_o = torch.empty(
-                (batch, splits, rows, spec.latent_dim), dtype=torch.float32, device=device
+            slots = batch * workspace.workspace_slots(splits) * spec.q_len * spec.heads
+            ws_o = torch.empty((slots, spec.latent_dim), dtype=torch.float32, device=device)
+            ws_lse = torch.empty((slots,), dtype=torch.float32, device=device)
+            counters = workspace.counters(
+                device, stream, workspace.counter_count(batch, head_groups, splits)
             )
-            ws_lse = torch.empty((batch, splits, rows), dtype=torch.float32, device=device)
         mask_bits = inputs.mask_bits
         params = KernelParams(
             q.data_ptr(),
@@ -121,35 +123,19 @@ class MLAKernel:
             lse.data_ptr(),
             0 if ws_o is None else ws_o.data_ptr(),
             0 if ws_lse is None else ws_lse.data_ptr(),
+            0 if counters is None else counters.data_ptr(),
+            workspace.combine_fanin(splits),
             scale * LOG2E,
         )
-        index = device.index if device.index is not None else torch.cuda.current_device()
         module = load_module(self.binary, index)
-        stream = torch.cuda.current_stream(device).cuda_stream
         module[ATTENTION].launch(
-            grid=(splits, spec.heads // cfg.heads_per_block, batch),
+            grid=(splits, head_groups, batch),
             block=(self.layout.threads, 1, 1),
             args=[params],
             stream=stream,
             smem=self.layout.dynamic_smem,
             device=index,
         )
-        if splits > 1:
-            args = [
-                ctypes.c_void_p(ws_o.data_ptr()),
-                ctypes.c_void_p(ws_lse.data_ptr()),
-                ctypes.c_void_p(out.data_ptr()),
-                *(ctypes.c_int64(s) for s in out.stride()[:3]),
-                ctypes.c_void_p(lse.data_ptr()),
-                ctypes.c_int32(splits),
-            ]
-            module[COMBINE].launch(
-                grid=(spec.q_len * spec.heads, batch, 1),
-                block=(COMBINE_WARPS * 32, 1, 1),
-                args=args,
-                stream=stream,
-                device=index,
-            )
         return out, lse
 
     def _output(self, name, given, shape, dtype, device):

@@ -15,13 +15,25 @@ from kgen.params import ParamError
 
 CP_ASYNC_BYTES = (4, 8, 16)
 MAX_LOAD_BYTES = 16
-COMBINE_WARPS = 4
+COMBINE_SMEM = 1024 * 4 + 16  # the fused split-KV combine's scratch (templates/mla/combine.cuh)
 REGISTER_OVERHEAD = 32  # indices, pointers, loop state: an allowance
 Q_REGISTER_BUDGET = 96  # beyond this many registers of q per thread, q is read from shared memory
 
 
 class ConfigError(ParamError):
     """A Config that cannot work for this Spec on this arch."""
+
+
+def refuser(spec: Spec, config: Config, arch: Arch):
+    """A function that raises ConfigError naming a Config field, the reason and the setting."""
+
+    def refuse(field: str, reason: str) -> None:
+        raise ConfigError(
+            f"Config.{field}={getattr(config, field)!r}: {reason} "
+            f"(spec {spec.short_name()}, {arch.name})"
+        )
+
+    return refuse
 
 
 @dataclass(frozen=True)
@@ -42,7 +54,7 @@ class Layout:
 
     @property
     def dynamic_smem(self) -> int:
-        return max(self.q_smem_bytes + self.stage_bytes, self.merge_bytes)
+        return max(self.q_smem_bytes + self.stage_bytes, self.merge_bytes, COMBINE_SMEM)
 
     @property
     def idle_warps(self) -> int:
@@ -62,15 +74,19 @@ def _round_up(x: int, unit: int) -> int:
     return -(-x // unit) * unit
 
 
-def plan(spec: Spec, config: Config, arch: Arch) -> Layout:
-    """The block layout of this variant on `arch`, or ConfigError saying why it cannot work."""
+def plan(spec: Spec, config: Config, arch: Arch):
+    """The block layout of this variant on `arch` (a Layout for compute='fma', an MMALayout for
+    'mma'), or ConfigError saying why it cannot work. A register estimate over the arch's limit
+    is not a refusal: ptxas may do better, and spills are reported, not forbidden."""
+    if config.compute == "mma":
+        from kgen.mla.mma_layout import plan_mma
 
-    def refuse(field: str, reason: str) -> None:
-        raise ConfigError(
-            f"Config.{field}={getattr(config, field)!r}: {reason} "
-            f"(spec {spec.short_name()}, {arch.name})"
-        )
+        return plan_mma(spec, config, arch)
+    return plan_fma(spec, config, arch)
 
+
+def plan_fma(spec: Spec, config: Config, arch: Arch) -> Layout:
+    refuse = refuser(spec, config, arch)
     vec, esize = config.vec_width, spec.elem_bytes
     if spec.heads % config.heads_per_block:
         refuse("heads_per_block", f"must divide heads={spec.heads}")
@@ -134,14 +150,6 @@ def plan(spec: Spec, config: Config, arch: Arch) -> Layout:
         threads,
         q_source != "registers",
     )
-    if regs > arch.max_regs_per_thread:
-        field = "block_n" if config.smem_stages == 0 and config.block_n > 1 else "heads_per_block"
-        refuse(
-            field,
-            f"needs about {regs} registers per thread, over {arch.name}'s "
-            f"{arch.max_regs_per_thread} ({rows_per_warp} rows per warp; use more warps, "
-            "fewer heads_per_block, or a smaller block_n without shared-memory stages)",
-        )
     return Layout(
         rows,
         rows_per_warp,

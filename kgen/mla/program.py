@@ -1,50 +1,74 @@
-"""Spec + Config + Layout -> the rendered CUDA program of one MLA attention variant."""
+"""Spec + Config + layout -> the rendered CUDA program of one MLA attention variant."""
 
 from __future__ import annotations
 
 import ctypes
 
-from kgen.mla.layout import COMBINE_WARPS, Layout
+from kgen.mla.layout import Layout
+from kgen.mla.mma_layout import MMALayout
 from kgen.mla.spec import Config, Spec
-from kgen.render import CType, Program, render_program
+from kgen.render import CStruct, CType, Program, render_program
 
-TEMPLATE = "mla/attention.cu.jinja"
-ATTENTION, COMBINE = "mla_attention", "mla_combine"
+TEMPLATES = {"fma": "mla/attention.cu.jinja", "mma": "mla/mma.cu.jinja"}
+ATTENTION = "mla_attention"
 MASK_KINDS = {"none": 0, "causal": 1, "tree": 2}
 Q_SOURCES = ("registers", "shared", "global")  # the template's Q_REGISTERS, Q_SHARED, Q_GLOBAL
 
 
 class KernelParams(ctypes.Structure):
-    """The C layout of mla::Params in templates/mla/attention.cuh (checked by a static_assert)."""
+    """mla::Params, the kernel's one argument. The C++ struct is generated from this field list
+    (kgen.render.CStruct), with an offset check per field."""
 
     _fields_ = [
-        ("q", ctypes.c_void_p),
+        ("q", ctypes.c_void_p),  # [B, Q_LEN, HEADS, HEAD_DIM]
         ("q_sb", ctypes.c_int64),
         ("q_st", ctypes.c_int64),
         ("q_sh", ctypes.c_int64),
-        ("kv", ctypes.c_void_p),
+        ("kv", ctypes.c_void_p),  # [pages, PAGE_SIZE, HEAD_DIM]
         ("kv_sp", ctypes.c_int64),
         ("kv_sr", ctypes.c_int64),
-        ("block_table", ctypes.c_void_p),
+        ("block_table", ctypes.c_void_p),  # [B, max_pages]
         ("bt_sb", ctypes.c_int64),
         ("max_pages", ctypes.c_int32),
         ("num_pages", ctypes.c_int32),
-        ("seq_lens", ctypes.c_void_p),
-        ("mask", ctypes.c_void_p),
+        ("seq_lens", ctypes.c_void_p),  # [B]
+        ("mask", ctypes.c_void_p),  # tree: [B or 1, Q_LEN] bit rows
         ("mask_sb", ctypes.c_int64),
-        ("out", ctypes.c_void_p),
+        ("out", ctypes.c_void_p),  # [B, Q_LEN, HEADS, LATENT_DIM]
         ("o_sb", ctypes.c_int64),
         ("o_st", ctypes.c_int64),
         ("o_sh", ctypes.c_int64),
-        ("lse", ctypes.c_void_p),
-        ("ws_o", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),  # [B, Q_LEN, HEADS]
+        ("ws_o", ctypes.c_void_p),  # split-KV partials, see templates/mla/combine.cuh
         ("ws_lse", ctypes.c_void_p),
-        ("scale_log2", ctypes.c_float),
+        (
+            "counters",
+            ctypes.c_void_p,
+        ),  # [B, head groups, combine groups + 1], zero between launches
+        ("combine_fanin", ctypes.c_int32),  # splits merged by one block
+        ("scale_log2", ctypes.c_float),  # softmax scale * log2(e)
     ]
 
 
-def template_values(spec: Spec, config: Config, layout: Layout) -> dict:
-    """Every value the template binds, as validated Python values (kgen.render makes them C++)."""
+PARAMS = CStruct(
+    "Params",
+    KernelParams,
+    (
+        ("q", "const T"),
+        ("kv", "const T"),
+        ("block_table", "const int"),
+        ("seq_lens", "const int"),
+        ("mask", "const unsigned long long"),
+        ("out", "T"),
+        ("lse", "float"),
+        ("ws_o", "float"),
+        ("ws_lse", "float"),
+        ("counters", "int"),
+    ),
+)
+
+
+def _op_values(spec: Spec, config: Config, rows: int) -> dict:
     return {
         "dtype": CType.from_dtype(spec.dtype),
         "heads": spec.heads,
@@ -56,16 +80,25 @@ def template_values(spec: Spec, config: Config, layout: Layout) -> dict:
         "heads_per_block": config.heads_per_block,
         "num_warps": config.num_warps,
         "block_n": config.block_n,
-        "vec_width": config.vec_width,
         "smem_stages": config.smem_stages,
-        "rows": layout.rows,
+        "rows": rows,
+        "params_struct": PARAMS,
+    }
+
+
+def template_values(spec: Spec, config: Config, layout: Layout | MMALayout) -> dict:
+    """Every value the template binds, as validated Python values (kgen.render makes them C++)."""
+    values = _op_values(spec, config, layout.rows)
+    if isinstance(layout, MMALayout):
+        return {**values, "col_groups": layout.col_groups, "smem_bytes": layout.main_smem}
+    return {
+        **values,
+        "vec_width": config.vec_width,
         "rows_per_warp": layout.rows_per_warp,
         "row_warps": layout.row_warps,
         "pos_groups": layout.pos_groups,
         "q_source": Q_SOURCES.index(layout.q_source),
         "q_smem_bytes": layout.q_smem_bytes,
-        "combine_warps": COMBINE_WARPS,
-        "params_bytes": ctypes.sizeof(KernelParams),
     }
 
 
@@ -74,11 +107,11 @@ def compiled_fields(config: Config) -> dict:
     return {k: v for k, v in config.to_dict().items() if k != "kv_splits"}
 
 
-def mla_program(spec: Spec, config: Config, layout: Layout) -> Program:
+def mla_program(spec: Spec, config: Config, layout: Layout | MMALayout) -> Program:
     return render_program(
         name=f"mla_{spec.short_name()}_{config.short_name()}",
-        template=TEMPLATE,
+        template=TEMPLATES[config.compute],
         values=template_values(spec, config, layout),
-        entry_points=(ATTENTION, COMBINE),
+        entry_points=(ATTENTION,),
         meta={"family": "mla", "spec": spec.to_dict(), "config": compiled_fields(config)},
     )

@@ -10,6 +10,7 @@ from kgen.params import Params
 DTYPES = ("float32", "float16", "bfloat16")
 MASKS = ("none", "causal", "tree")
 MAX_Q_LEN = 64  # a draft-tree row is one 64-bit word
+COMPUTES = ("fma", "mma")
 
 
 @dataclass(frozen=True)
@@ -67,13 +68,17 @@ class Config(Params):
 
     heads_per_block: heads one block serves (with all q_len rows), so a KV tile read once serves
       them all: 1 = most blocks and most re-reads, heads = fully amortised.
-    kv_splits: KV split count (flash-decoding); partial results merge in a combine kernel.
-      A launch parameter: it does not change the compiled code.
+    kv_splits: KV split count (flash-decoding); the last split of a group to finish merges the
+      partial results (no second launch). A launch parameter: it does not change the compiled code.
     vec_width: elements per global load (at most 16 bytes).
     smem_stages: 0 = KV from global memory straight into registers, 1 = through one shared tile,
       >= 2 = a cp.async pipeline that many tiles deep.
     num_warps: warps per block. block_n: KV positions per tile (per warp, in registers, when
       smem_stages is 0).
+    compute: "fma" (CUDA cores, any dtype) or "mma" (tensor cores: mma.sync m16n8k16 with ldmatrix
+      and cp.async, float16/bfloat16 only).
+    col_groups: mma only: warps that share a block's rows and split the 512 output columns (and
+      the 576 head dims of q.k) between them; the other num_warps / col_groups warps split rows.
     """
 
     heads_per_block: int = 1
@@ -82,6 +87,8 @@ class Config(Params):
     smem_stages: int = 2
     num_warps: int = 4
     block_n: int = 32
+    compute: str = "fma"
+    col_groups: int = 4
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
@@ -96,9 +103,12 @@ class Config(Params):
             self.num_warps & (self.num_warps - 1) == 0, "num_warps", "must be a power of two"
         )
         self._require_int("block_n", 1, 256)
+        self._require_choice("compute", COMPUTES)
+        self._require_int("col_groups", 1, 32)
 
     def short_name(self) -> str:
-        return (
+        name = (
             f"hb{self.heads_per_block}_v{self.vec_width}_st{self.smem_stages}"
             f"_w{self.num_warps}_n{self.block_n}"
         )
+        return f"{name}_mma_c{self.col_groups}" if self.compute == "mma" else name

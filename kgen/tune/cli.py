@@ -29,11 +29,35 @@ def add_sweep_parser(commands) -> None:
     p.add_argument("--heads-per-block", type=int, nargs="+", help="axis values (default: divisors)")
     p.add_argument("--num-warps", type=int, nargs="+", default=[4, 8])
     p.add_argument("--vec-width", type=int, nargs="+", help="axis values (default: 16-byte loads)")
+    p.add_argument(
+        "--compute",
+        nargs="+",
+        choices=["fma", "mma"],
+        default=["fma", "mma"],
+        help="compute paths to sweep (mma: 16-bit dtypes only)",
+    )
+    p.add_argument("--col-groups", type=int, nargs="+", default=[2, 4, 8], help="mma axis values")
+    p.add_argument(
+        "--mma-tiles",
+        nargs="+",
+        default=None,
+        metavar="STAGESxBLOCK_N",
+        help="mma (smem_stages, block_n) pairs, e.g. 3x16 2x32 (default: kgen.tune.space)",
+    )
     p.add_argument("--reps", type=int, default=20, help="timed launches per variant")
     p.add_argument("--jobs", type=int, help="compile processes (default: all cores)")
     p.add_argument("--db", type=Path, help="tuning database to record winners in")
     p.add_argument("--out", type=Path, default=Path("sweep-out"))
     p.set_defaults(run=_run)
+
+
+def _tiles(pairs: list[str]) -> tuple[tuple[int, int], ...]:
+    try:
+        return tuple(tuple(int(x) for x in pair.split("x")) for pair in pairs)
+    except ValueError:
+        raise SystemExit(
+            f"kgen sweep: --mma-tiles takes STAGESxBLOCK_N pairs, got {pairs}"
+        ) from None
 
 
 def _run(args) -> int:
@@ -66,6 +90,9 @@ def _run(args) -> int:
         heads_per_block=tuple(args.heads_per_block) if args.heads_per_block else None,
         num_warps=tuple(args.num_warps),
         vec_width=tuple(args.vec_width) if args.vec_width else None,
+        computes=tuple(args.compute),
+        col_groups=tuple(args.col_groups),
+        **({"mma_stage_tiles": _tiles(args.mma_tiles)} if args.mma_tiles else {}),
     )
     options = SweepOptions(
         arch=args.arch,

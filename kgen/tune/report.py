@@ -15,6 +15,8 @@ COLUMNS = [
     "smem_stages",
     "num_warps",
     "block_n",
+    "compute",
+    "col_groups",
     "registers",
     "smem",
     "spills",
@@ -30,10 +32,14 @@ COLUMNS = [
 ]
 
 
+MMA_SYNC_TFLOPS = 645.0  # back-to-back mma.sync m16n8k16 bf16 on the H200 (shared/design/gpu.md)
+
+
 def floor_us(row: dict, dtype: str, ceilings: dict) -> float:
-    """Roofline floor: all bytes at the measured read bandwidth vs FLOPs at the measured peak
-    (bf16 matmul for 16-bit inputs, fp32 matmul for float32)."""
-    peak = ceilings["fp32_tflops"] if dtype == "float32" else ceilings["bf16_tflops"]
+    """Roofline floor: all bytes at the measured read bandwidth vs FLOPs at the peak of the
+    instructions sm_120 code can use (mma.sync for 16-bit inputs, the measured fp32 matmul
+    rate for float32)."""
+    peak = ceilings["fp32_tflops"] if dtype == "float32" else MMA_SYNC_TFLOPS
     return max(row["bytes"] / ceilings["read_gbs"] / 1e3, row["flops"] / peak / 1e6)
 
 

@@ -10,10 +10,13 @@ from pathlib import Path
 
 from kgen.arch import Arch
 from kgen.mla import Config, ConfigError, Spec, plan
+from kgen.mla.heuristic import widest_vec
 
 # (smem_stages, block_n): registers-only with a few positions in flight, one shared tile, and
 # cp.async pipelines of two and three tiles.
 STAGE_TILES = ((0, 2), (0, 4), (1, 16), (2, 16), (2, 32), (3, 16))
+# The tensor-core path: cp.async pipelines of 16- to 64-position tiles.
+MMA_STAGE_TILES = ((2, 16), (3, 16), (4, 16), (2, 32), (3, 32), (2, 64))
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,9 @@ class Axes:
     num_warps: tuple[int, ...] = (4, 8)
     vec_width: tuple[int, ...] | None = None
     stage_tiles: tuple[tuple[int, int], ...] = STAGE_TILES
+    computes: tuple[str, ...] = ("fma", "mma")
+    mma_stage_tiles: tuple[tuple[int, int], ...] = MMA_STAGE_TILES
+    col_groups: tuple[int, ...] = (2, 4, 8)
 
 
 @dataclass(frozen=True)
@@ -72,34 +78,59 @@ def case_from_dict(c: dict) -> Case:
     return Case(name=c.get("name", spec.short_name()), spec=spec, batch=c["B"], prefix=c["S"])
 
 
-def widest_vec(spec: Spec) -> int:
-    vec = 16 // spec.elem_bytes
-    while spec.latent_dim % vec or spec.rope_dim % vec:
-        vec //= 2
-    return vec
-
-
 def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
-    """Every combination of the axes (kv_splits left at 1: it is chosen at run time)."""
+    """Every combination of the axes (kv_splits left at 1: it is chosen at run time). The
+    tensor-core path is enumerated for 16-bit dtypes only."""
     hpbs = axes.heads_per_block or tuple(d for d in range(1, spec.heads + 1) if spec.heads % d == 0)
-    vecs = axes.vec_width or (widest_vec(spec),)
-    return [
-        Config(heads_per_block=h, vec_width=v, smem_stages=st, num_warps=w, block_n=n)
-        for h in hpbs
-        for w in axes.num_warps
-        for v in vecs
-        for st, n in axes.stage_tiles
-    ]
+    configs = []
+    if "fma" in axes.computes:
+        vecs = axes.vec_width or (widest_vec(spec),)
+        configs += [
+            Config(heads_per_block=h, vec_width=v, smem_stages=st, num_warps=w, block_n=n)
+            for h in hpbs
+            for w in axes.num_warps
+            for v in vecs
+            for st, n in axes.stage_tiles
+        ]
+    if "mma" in axes.computes and spec.dtype != "float32":
+        configs += [
+            Config(
+                heads_per_block=h,
+                vec_width=16 // spec.elem_bytes,
+                smem_stages=st,
+                num_warps=w,
+                block_n=n,
+                compute="mma",
+                col_groups=c,
+            )
+            for h in hpbs
+            for w in axes.num_warps
+            for c in axes.col_groups
+            if c <= w
+            for st, n in axes.mma_stage_tiles
+        ]
+    return configs
 
 
 def prune(spec: Spec, configs: list[Config], arch: Arch) -> Pruned:
-    """Split configs into those that can work on arch and those refused (with the reason)."""
+    """Split configs into those worth compiling and those refused, with the reason: hard refusals
+    (plan's ConfigError: cannot work) and soft ones (an estimate of more registers per thread
+    than the arch has: it would spill, so the sweep skips it, though build would compile it)."""
     result = Pruned()
     for config in configs:
         try:
-            plan(spec, config, arch)
+            layout = plan(spec, config, arch)
         except (ConfigError, ValueError) as err:
             result.refused.append((config, str(err)))
+            continue
+        if layout.registers_estimate > arch.max_regs_per_thread:
+            result.refused.append(
+                (
+                    config,
+                    f"soft: about {layout.registers_estimate} registers per thread estimated, over "
+                    f"{arch.name}'s {arch.max_regs_per_thread} (would spill)",
+                )
+            )
         else:
             result.kept.append(config)
     return result

@@ -40,7 +40,8 @@ def _compile(spec: Spec, config: Config, arch: str) -> dict:
             "occupancy": r.occupancy.fraction,
             "warps_per_sm": r.occupancy.warps_per_sm,
             "limiter": r.occupancy.limiter,
-            "q_source": kernel.layout.q_source,
+            "compute": config.compute,
+            "q_source": getattr(kernel.layout, "q_source", "shared"),
         }
     except CompileError as err:
         return {"status": "compile error", "detail": err.log[-2000:]}

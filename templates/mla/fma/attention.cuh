@@ -11,7 +11,7 @@
 // KV reaches the warps straight from global memory into registers (STAGES == 0), through one
 // shared tile (STAGES == 1) or through a cp.async pipeline STAGES tiles deep (STAGES >= 2).
 // With one split the block writes out/lse; with several it writes a normalised partial (o, lse)
-// per row to the workspace and mla_combine merges them.
+// per row to the workspace and the fused combine (combine.cuh) merges them.
 // An invalid sequence (seq_len < Q_LEN, beyond the block table, or a page id out of range) gets
 // NaN rows: nothing outside the given tensors is ever read.
 
@@ -19,43 +19,22 @@ namespace mla {
 
 using kgen::Vec;
 
-constexpr int HEAD_DIM = LATENT_DIM + ROPE_DIM;
 constexpr int NUM_THREADS = NUM_WARPS * 32;
 constexpr int CHUNKS = HEAD_DIM / VEC;                        // VEC-wide chunks in a KV row
 constexpr int LATENT_CHUNKS = LATENT_DIM / VEC;               // ... of which V is made
 constexpr int LANE_CHUNKS = (CHUNKS + 31) / 32;               // chunks a lane holds
 constexpr int LANE_LATENT_CHUNKS = (LATENT_CHUNKS + 31) / 32;
-constexpr int TOTAL_ROWS = Q_LEN * HEADS;                     // rows of one sequence
 constexpr float RESCALE_THRESHOLD = 8.0f;
-constexpr float LN2 = 0.693147180559945309f;
 
 static_assert(HEAD_DIM % VEC == 0 && LATENT_DIM % VEC == 0, "VEC must divide both dims");
-static_assert(HEADS % HEADS_PER_BLOCK == 0, "HEADS_PER_BLOCK must divide HEADS");
-static_assert(ROWS == Q_LEN * HEADS_PER_BLOCK, "ROWS");
 static_assert(ROW_WARPS * POS_GROUPS <= NUM_WARPS, "warp grid larger than the block");
 static_assert(ROW_WARPS * ROWS_PER_WARP >= ROWS, "rows not covered");
 static_assert(POS_GROUPS == 1 || ROWS_PER_WARP == 1, "position groups split single rows");
 static_assert(ROWS_PER_WARP <= 32, "visibility bits are a 32-bit word");
-static_assert(Q_LEN <= 64, "draft-tree rows are 64-bit words");
-static_assert(MASK_KIND == MASK_NONE || MASK_KIND == MASK_CAUSAL || MASK_KIND == MASK_TREE, "mask kind");
 static_assert(Q_SOURCE == Q_REGISTERS || Q_SOURCE == Q_SHARED || Q_SOURCE == Q_GLOBAL, "q source");
 static_assert(Q_SOURCE != Q_SHARED || ROW_WARPS * ROWS_PER_WARP * HEAD_DIM * sizeof(T) <= Q_SMEM_BYTES,
               "q rows outgrow their shared memory");
 
-struct Params {
-  const T* q; long long q_sb, q_st, q_sh;              // [B, Q_LEN, HEADS, HEAD_DIM]
-  const T* kv; long long kv_sp, kv_sr;                 // [pages, PAGE_SIZE, HEAD_DIM]
-  const int* block_table; long long bt_sb;             // [B, max_pages]
-  int max_pages, num_pages;
-  const int* seq_lens;                                 // [B]
-  const unsigned long long* mask; long long mask_sb;   // tree: [B or 1, Q_LEN] bit rows
-  T* out; long long o_sb, o_st, o_sh;                  // [B, Q_LEN, HEADS, LATENT_DIM]
-  float* lse;                                          // [B, Q_LEN, HEADS]
-  float* ws_o; float* ws_lse;                          // [B, splits, TOTAL_ROWS, LATENT_DIM], [.., TOTAL_ROWS]
-  float scale_log2;                                    // softmax scale * log2(e)
-};
-
-static_assert(sizeof(Params) == PARAMS_BYTES, "mla::Params and kgen.mla.program.KernelParams differ");
 
 // Online-softmax state of one query row, as every lane of its warp holds it (log2 domain).
 struct RowState {
@@ -167,31 +146,19 @@ struct RowSink {
 
   __device__ void write(int row, const float (&o)[LANE_LATENT_CHUNKS][VEC], float m, float l,
                         bool poisoned, int lane) const {
-    const int t = row / HEADS_PER_BLOCK;
-    const int h = blockIdx.y * HEADS_PER_BLOCK + row % HEADS_PER_BLOCK;
-    float scale, lse2;
-    if (poisoned) {
-      scale = CUDART_NAN_F;
-      lse2 = scale;
-    } else if (l > 0.f || l != l) {
-      scale = 1.f / l;
-      lse2 = m + log2f(l);
-    } else {  // sees no position: out = 0, lse = -inf
-      scale = 0.f;
-      lse2 = -CUDART_INF_F;
-    }
-    const long long slot = (static_cast<long long>(b) * num_splits + split) * TOTAL_ROWS + t * HEADS + h;
+    const Finish fin(m, l, poisoned);
+    const long long slot = num_splits > 1 ? slot_row(p, b, split, num_splits) + row : 0;
 #pragma unroll
     for (int i = 0; i < LANE_LATENT_CHUNKS; ++i) {
       if (!lane_has(lane, i, LATENT_CHUNKS)) continue;
       const int d = (lane + 32 * i) * VEC;
       float vals[VEC];
 #pragma unroll
-      for (int v = 0; v < VEC; ++v) vals[v] = (scale == 0.f) ? 0.f : o[i][v] * scale;
+      for (int v = 0; v < VEC; ++v) vals[v] = fin.apply(o[i][v]);
       if (num_splits == 1) {
         Vec<T, VEC> w;
         w.from_floats(vals);
-        w.store(p.out + b * p.o_sb + t * p.o_st + h * p.o_sh + d);
+        w.store(out_row(p, b, row) + d);
       } else {
         float* dst = p.ws_o + slot * LATENT_DIM + d;
 #pragma unroll
@@ -199,28 +166,11 @@ struct RowSink {
       }
     }
     if (lane == 0) {
-      const float lse = lse2 * LN2;
-      if (num_splits == 1) p.lse[(static_cast<long long>(b) * Q_LEN + t) * HEADS + h] = lse;
-      else p.ws_lse[slot] = lse;
+      if (num_splits == 1) *lse_at(p, b, row) = fin.lse();
+      else p.ws_lse[slot] = fin.lse();
     }
   }
 };
-
-__device__ __forceinline__ const T* kv_row(const Params& p, int b, int n) {
-  const int page = p.block_table[b * p.bt_sb + n / PAGE_SIZE];
-  return p.kv + page * p.kv_sp + (n % PAGE_SIZE) * p.kv_sr;
-}
-
-// Draft-visibility bits of a query row: bit j says whether it sees draft position j.
-__device__ __forceinline__ unsigned long long draft_bits(const Params& p, int b, int t) {
-  if constexpr (MASK_KIND == MASK_NONE) {
-    return 1ull;  // Q_LEN == 1: the token sees itself
-  } else if constexpr (MASK_KIND == MASK_CAUSAL) {
-    return ~0ull >> (63 - t);
-  } else {
-    return p.mask[b * p.mask_sb + t];
-  }
-}
 
 // Issue the loads of one KV tile [start, end) into shared memory (not waited for).
 __device__ __forceinline__ void load_tile(const Params& p, int b, int start, int end, T* tile) {
@@ -261,27 +211,9 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_attention(con
   const int row_warp = warp / POS_GROUPS, pos_group = warp % POS_GROUPS;
   const bool computes = row_warp < ROW_WARPS;
 
-  // This split's positions: whole BLOCK_N tiles, the last one cut at seq_len.
-  const int seq_len = p.seq_lens[b];
-  bool poisoned = seq_len < Q_LEN || static_cast<long long>(seq_len) > static_cast<long long>(p.max_pages) * PAGE_SIZE;
-  const int prefix = seq_len - Q_LEN;
-  int begin = 0, end = 0;
-  if (!poisoned) {
-    const int tiles = (seq_len + BLOCK_N - 1) / BLOCK_N;
-    const int tiles_per_split = (tiles + num_splits - 1) / num_splits;
-    begin = min(split * tiles_per_split * BLOCK_N, seq_len);
-    end = min(begin + tiles_per_split * BLOCK_N, seq_len);
-  }
-  // Every page id this split reads must name a page.
-  bool bad_page = false;
-  if (begin < end) {
-    for (int i = begin / PAGE_SIZE + threadIdx.x; i <= (end - 1) / PAGE_SIZE; i += NUM_THREADS) {
-      const int page = p.block_table[b * p.bt_sb + i];
-      bad_page |= page < 0 || page >= p.num_pages;
-    }
-  }
-  poisoned = __syncthreads_or(poisoned || bad_page);
-  if (poisoned) begin = end = 0;
+  const Range range = split_range<NUM_THREADS, BLOCK_N>(p, b, split, num_splits);
+  const bool poisoned = range.poisoned;
+  const int prefix = range.prefix, begin = range.begin, end = range.end;
 
   // The rows of this warp and their draft-visibility bits.
   const int row0 = row_warp * ROWS_PER_WARP;
@@ -308,10 +240,6 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_attention(con
     for (int r = 0; r < ROWS_PER_WARP; ++r)
       if ((drafts[r] >> (n - prefix)) & 1ull) bits |= 1u << r;
     return bits;
-  };
-  auto q_row = [&](int row) {  // row < ROWS
-    const int t = row / HEADS_PER_BLOCK, h = blockIdx.y * HEADS_PER_BLOCK + row % HEADS_PER_BLOCK;
-    return p.q + b * p.q_sb + t * p.q_st + h * p.q_sh;
   };
 
   // Fold positions [begin, end) into st, reading q through `q`.
@@ -400,7 +328,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_attention(con
       const int row = idx / CHUNKS, c = idx % CHUNKS;
       Vec<T, VEC> w;
       if (row < ROWS) {
-        w.load_global(q_row(row) + c * VEC);
+        w.load_global(q_row(p, b, row) + c * VEC);
       } else {
         const float zeros[VEC] = {};
         w.from_floats(zeros);
@@ -414,7 +342,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_attention(con
 #pragma unroll
     for (int r = 0; r < ROWS_PER_WARP; ++r) {
       if (computes && row0 + r < ROWS) {
-        lane_chunks<true>(q_row(row0 + r), lane, q.v[r]);
+        lane_chunks<true>(q_row(p, b, row0 + r), lane, q.v[r]);
       } else {
 #pragma unroll
         for (int i = 0; i < LANE_CHUNKS; ++i)
@@ -467,5 +395,9 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_attention(con
       }
       sink.write(row0, o, m, l, poisoned, lane);
     }
+  }
+  if (num_splits > 1) {
+    __syncthreads();  // q and the KV tiles are no longer read: the combine reuses shared memory
+    finish_split<NUM_THREADS>(p, b, split, num_splits, reinterpret_cast<float*>(smem));
   }
 }

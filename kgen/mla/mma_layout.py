@@ -1,0 +1,134 @@
+"""How a (Spec, Config) pair maps onto a block on the tensor-core path, and whether it can work.
+
+Mirrors templates/mla/mma/attention.cuh: rows padded to m16 tiles, a ROW_GROUPS x COL_GROUPS warp
+grid, the shared-memory layout (q, the cp.async KV stages, the partial scores) and a register
+estimate. `plan_mma` refuses what cannot work (ConfigError); the register estimate is only a
+pruning hint for the sweep.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kgen.arch import Arch
+from kgen.mla.layout import COMBINE_SMEM, refuser
+from kgen.mla.spec import Config, Spec
+
+MAX_BLOCK_N = 64  # the draft scan keeps one bit per position in a 64-bit word
+REGISTER_OVERHEAD = 40  # indices, pointers, row states, loop state: an allowance
+
+
+@dataclass(frozen=True)
+class MMALayout:
+    rows: int  # query rows per block: q_len * heads_per_block
+    m_tiles: int  # rows padded to m16 tiles
+    row_groups: int
+    col_groups: int
+    warp_m: int  # m16 tiles per warp
+    o_tiles: int  # n8 tiles of output columns per warp
+    threads: int
+    q_bytes: int
+    stage_bytes: int
+    score_bytes: int
+    dynamic_smem: int
+    registers_estimate: int  # per thread, before compiling (a pruning hint, not a promise)
+
+    @property
+    def main_smem(self) -> int:
+        """Shared memory of the main loop (the combine reuses it, needing COMBINE_SMEM)."""
+        return self.q_bytes + self.stage_bytes + self.score_bytes + 16
+
+    @property
+    def padding(self) -> float:
+        """Fraction of the MMA rows that are padding."""
+        return 1 - self.rows / (16 * self.m_tiles)
+
+
+def _round_up(x: int, unit: int) -> int:
+    return -(-x // unit) * unit
+
+
+def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
+    refuse = refuser(spec, config, arch)
+    if spec.dtype not in ("float16", "bfloat16"):
+        refuse(
+            "compute",
+            f"'mma' takes float16 or bfloat16 inputs, not {spec.dtype} (float32 stays on 'fma': "
+            "TF32 would miss the 1e-5 tolerance)",
+        )
+    if spec.heads % config.heads_per_block:
+        refuse("heads_per_block", f"must divide heads={spec.heads}")
+    if config.vec_width * spec.elem_bytes != 16:
+        refuse(
+            "vec_width", f"'mma' copies 16-byte chunks: vec_width must be {16 // spec.elem_bytes}"
+        )
+    if spec.latent_dim % 16 or spec.head_dim % 16:
+        refuse(
+            "compute",
+            f"'mma' needs latent_dim ({spec.latent_dim}) and latent + rope ({spec.head_dim}) to "
+            "be multiples of 16",
+        )
+    if config.block_n % 16 or config.block_n > MAX_BLOCK_N:
+        refuse("block_n", f"'mma' takes a multiple of 16 up to {MAX_BLOCK_N}")
+    if config.smem_stages < 2:
+        refuse("smem_stages", "'mma' pipelines KV tiles with cp.async: at least 2 stages")
+    threads = config.num_warps * 32
+    if threads > arch.max_threads_per_block:
+        refuse("num_warps", f"{threads} threads exceed {arch.max_threads_per_block} per block")
+    cols = config.col_groups
+    if config.num_warps % cols:
+        refuse("col_groups", f"must divide num_warps={config.num_warps}")
+    n8_tiles = spec.latent_dim // 8
+    if n8_tiles % (2 * cols):
+        refuse("col_groups", f"must split the {spec.latent_dim} output columns into n16 pieces")
+    rows = spec.q_len * config.heads_per_block
+    m_tiles = math.ceil(rows / 16)
+    row_groups = config.num_warps // cols
+    if m_tiles % row_groups:
+        refuse(
+            "col_groups",
+            f"{row_groups} row groups (num_warps / col_groups) do not split {m_tiles} m16 tiles "
+            f"of {rows} rows; use more col_groups or fewer warps",
+        )
+
+    chunks = spec.head_dim // 8
+    row_bytes = (chunks if chunks % 2 else chunks + 1) * 16
+    q_bytes = m_tiles * 16 * row_bytes
+    stage_bytes = config.smem_stages * config.block_n * row_bytes
+    s_stride = config.block_n + (24 - config.block_n % 16) % 16
+    score_bytes = cols * m_tiles * 16 * s_stride * 4
+    smem = q_bytes + stage_bytes + score_bytes + 16
+    if max(smem, COMBINE_SMEM) > arch.smem_per_block:
+        refuse(
+            "heads_per_block" if q_bytes > stage_bytes else "smem_stages",
+            f"needs {smem} bytes of shared memory (q {q_bytes}, {config.smem_stages} KV stages "
+            f"{stage_bytes}, scores {score_bytes}), over {arch.name}'s {arch.smem_per_block} "
+            "per block (fewer heads_per_block, smem_stages or block_n)",
+        )
+    warp_m = m_tiles // row_groups
+    o_tiles = n8_tiles // cols
+    n_tiles = config.block_n // 8
+    registers = (
+        warp_m * o_tiles * 4  # the output accumulator
+        + warp_m * n_tiles * 4  # scores
+        + warp_m * (config.block_n // 16) * 4  # P fragments
+        + warp_m * 4  # q fragments of one k step
+        + 4  # K/V fragments
+        + warp_m * 8  # row states and draft bits
+        + REGISTER_OVERHEAD
+    )
+    return MMALayout(
+        rows=rows,
+        m_tiles=m_tiles,
+        row_groups=row_groups,
+        col_groups=cols,
+        warp_m=warp_m,
+        o_tiles=o_tiles,
+        threads=threads,
+        q_bytes=q_bytes,
+        stage_bytes=stage_bytes,
+        score_bytes=score_bytes,
+        dynamic_smem=max(smem, COMBINE_SMEM),
+        registers_estimate=registers,
+    )

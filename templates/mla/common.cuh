@@ -1,0 +1,99 @@
+// What both compute paths share: the kernel parameters, paging, draft masks and the KV range of
+// one split. The generated .cu binds the op's and the design point's constants before this.
+
+namespace mla {
+
+constexpr int HEAD_DIM = LATENT_DIM + ROPE_DIM;
+constexpr int TOTAL_ROWS = Q_LEN * HEADS;      // query rows of one sequence
+constexpr int HEAD_GROUPS = HEADS / HEADS_PER_BLOCK;
+constexpr float LN2 = 0.693147180559945309f;
+constexpr float LOG2E = 1.4426950408889634f;
+
+static_assert(HEADS % HEADS_PER_BLOCK == 0, "HEADS_PER_BLOCK must divide HEADS");
+static_assert(ROWS == Q_LEN * HEADS_PER_BLOCK, "ROWS");
+static_assert(Q_LEN <= 64, "draft-tree rows are 64-bit words");
+static_assert(MASK_KIND == MASK_NONE || MASK_KIND == MASK_CAUSAL || MASK_KIND == MASK_TREE, "mask kind");
+
+{{ params_struct }}
+
+// Row r of a block (r = t * HEADS_PER_BLOCK + local head) in q, out and lse.
+__device__ __forceinline__ int row_token(int r) { return r / HEADS_PER_BLOCK; }
+__device__ __forceinline__ int row_head(int r) { return blockIdx.y * HEADS_PER_BLOCK + r % HEADS_PER_BLOCK; }
+__device__ __forceinline__ const T* q_row(const Params& p, int b, int r) {
+  return p.q + b * p.q_sb + row_token(r) * p.q_st + row_head(r) * p.q_sh;
+}
+__device__ __forceinline__ T* out_row(const Params& p, int b, int r) {
+  return p.out + b * p.o_sb + row_token(r) * p.o_st + row_head(r) * p.o_sh;
+}
+__device__ __forceinline__ float* lse_at(const Params& p, int b, int r) {
+  return p.lse + (static_cast<long long>(b) * Q_LEN + row_token(r)) * HEADS + row_head(r);
+}
+
+__device__ __forceinline__ const T* kv_row(const Params& p, int b, int n) {
+  const int page = p.block_table[b * p.bt_sb + n / PAGE_SIZE];
+  return p.kv + page * p.kv_sp + (n % PAGE_SIZE) * p.kv_sr;
+}
+
+// Draft-visibility bits of draft token t: bit j says whether it sees draft position j.
+__device__ __forceinline__ unsigned long long draft_bits(const Params& p, int b, int t) {
+  if constexpr (MASK_KIND == MASK_NONE) {
+    return 1ull;  // Q_LEN == 1: the token sees itself
+  } else if constexpr (MASK_KIND == MASK_CAUSAL) {
+    return ~0ull >> (63 - t);
+  } else {
+    return p.mask[b * p.mask_sb + t];
+  }
+}
+
+// The positions [begin, end) one split reads: whole tiles of TILE positions, the last cut at
+// seq_len. An invalid sequence (seq_len < Q_LEN, beyond the block table, or a page id out of
+// range in this split) is `poisoned`: it reads nothing and its rows become NaN.
+struct Range {
+  int prefix, begin, end;
+  bool poisoned;
+};
+
+template <int THREADS, int TILE>
+__device__ Range split_range(const Params& p, int b, int split, int num_splits) {
+  const int seq_len = p.seq_lens[b];
+  bool poisoned = seq_len < Q_LEN ||
+                  static_cast<long long>(seq_len) > static_cast<long long>(p.max_pages) * PAGE_SIZE;
+  int begin = 0, end = 0;
+  if (!poisoned) {
+    const int tiles = (seq_len + TILE - 1) / TILE;
+    const int per_split = (tiles + num_splits - 1) / num_splits;
+    begin = min(split * per_split * TILE, seq_len);
+    end = min(begin + per_split * TILE, seq_len);
+  }
+  bool bad_page = false;
+  if (begin < end) {
+    for (int i = begin / PAGE_SIZE + threadIdx.x; i <= (end - 1) / PAGE_SIZE; i += THREADS) {
+      const int page = p.block_table[b * p.bt_sb + i];
+      bad_page |= page < 0 || page >= p.num_pages;
+    }
+  }
+  poisoned = __syncthreads_or(poisoned || bad_page);
+  if (poisoned) begin = end = 0;
+  return {seq_len - Q_LEN, begin, end, poisoned};
+}
+
+// How one row's softmax state becomes its result: 1/l scales o, lse = m + log2(l) (log2 units).
+// A row that saw nothing gets o = 0, lse = -inf; a poisoned one NaN.
+struct Finish {
+  float scale, lse2;
+  __device__ __forceinline__ Finish(float m, float l, bool poisoned) {
+    if (poisoned) {
+      scale = lse2 = CUDART_NAN_F;
+    } else if (l > 0.f || l != l) {
+      scale = 1.f / l;
+      lse2 = m + log2f(l);
+    } else {
+      scale = 0.f;
+      lse2 = -CUDART_INF_F;
+    }
+  }
+  __device__ __forceinline__ float apply(float o) const { return scale == 0.f ? 0.f : o * scale; }
+  __device__ __forceinline__ float lse() const { return lse2 * LN2; }
+};
+
+}  // namespace mla

@@ -1,0 +1,377 @@
+// MLA decode / draft-tree verify attention over a paged latent cache, tensor-core path
+// (mma.sync m16n8k16, ldmatrix, cp.async; nothing sm_80, sm_90 or sm_120 lacks).
+//
+// One block serves (sequence b, HEADS_PER_BLOCK heads, KV split): ROWS = Q_LEN * HEADS_PER_BLOCK
+// query rows, padded to M_TILES m16 tiles, are the M dimension of both products. A KV tile of
+// BLOCK_N positions lands in shared memory once (a cp.async pipeline STAGES deep) and serves
+// S = q.K^T (all 576 columns) and O += P.V (its first 512 columns).
+//
+// Warps form a ROW_GROUPS x COL_GROUPS grid. A row group owns WARP_M m16 tiles of rows. For q.K^T
+// the COL_GROUPS warps of a row group split the K dimension (the 576 head dims) and leave partial
+// scores in shared memory; each warp then sums the partials of its rows, applies the mask and the
+// online softmax in registers (the warps of a row group compute identical row states), packs P
+// into A fragments and multiplies it by its own 512 / COL_GROUPS output columns of V. So the
+// [rows x 512] fp32 accumulator is split over the warps of a row group, and the running max is
+// raised only by more than RESCALE_THRESHOLD (log2 units), keeping p <= 256 and rescales rare.
+//
+// Tensor cores compute 0 * Inf = NaN, so a masked position whose V holds Inf or NaN would leak
+// into rows that must not see it. Prefix positions are seen by every row; the draft positions of
+// a tile are scanned, and any such position is folded in exactly with scalar FMAs and zeroed
+// before the MMA (a rare, slow path).
+
+namespace mla {
+
+using Mma = kgen::MmaType<T>;
+
+constexpr int NUM_THREADS = NUM_WARPS * 32;
+constexpr int CHUNKS = HEAD_DIM / 8;                            // 16-byte chunks of a cached row
+constexpr int LATENT_CHUNKS = LATENT_DIM / 8;
+constexpr int ROW_CHUNKS = CHUNKS % 2 ? CHUNKS : CHUNKS + 1;    // odd: ldmatrix rows hit distinct banks
+constexpr int ROW_ELEMS = ROW_CHUNKS * 8;
+constexpr int M_TILES = (ROWS + 15) / 16;
+constexpr int ROW_GROUPS = NUM_WARPS / COL_GROUPS;
+constexpr int WARP_M = M_TILES / ROW_GROUPS;                   // m16 tiles per warp
+constexpr int N_TILES = BLOCK_N / 8;                            // n8 tiles of scores
+constexpr int K_STEPS = HEAD_DIM / 16;
+constexpr int WARP_K = (K_STEPS + COL_GROUPS - 1) / COL_GROUPS;  // k16 steps per warp (at most)
+constexpr int O_TILES = LATENT_DIM / 8 / COL_GROUPS;            // n8 tiles of output per warp
+constexpr int PV_STEPS = BLOCK_N / 16;
+constexpr int S_STRIDE = BLOCK_N + (24 - BLOCK_N % 16) % 16;    // = 8 mod 16: conflict-free float2
+constexpr float RESCALE_THRESHOLD = 8.0f;
+
+constexpr int Q_BYTES = M_TILES * 16 * ROW_ELEMS * 2;
+constexpr int TILE_ELEMS = BLOCK_N * ROW_ELEMS;
+constexpr int TILES_OFFSET = Q_BYTES;
+constexpr int SCORES_OFFSET = TILES_OFFSET + STAGES * TILE_ELEMS * 2;
+constexpr int BAD_OFFSET = SCORES_OFFSET + COL_GROUPS * M_TILES * 16 * S_STRIDE * 4;
+constexpr int MAIN_SMEM = BAD_OFFSET + 16;
+
+static_assert(sizeof(T) == 2, "the mma path takes 16-bit q and KV");
+static_assert(HEAD_DIM % 16 == 0 && LATENT_DIM % 16 == 0, "head dims must be multiples of 16");
+static_assert(NUM_WARPS % COL_GROUPS == 0 && M_TILES % ROW_GROUPS == 0, "warp grid must tile the rows");
+static_assert(O_TILES % 2 == 0 && O_TILES * 8 * COL_GROUPS == LATENT_DIM, "column groups must split V in n16 pieces");
+static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 64, "BLOCK_N: a multiple of 16, at most 64");
+static_assert(STAGES >= 2, "the mma path pipelines KV tiles with cp.async");
+static_assert(MAIN_SMEM == SMEM_BYTES, "shared-memory layout differs from kgen.mla.mma_layout");
+
+// Issue one KV tile [start, start + BLOCK_N) into shared memory; positions past `end` read zeros.
+__device__ __forceinline__ void load_tile(const Params& p, int b, int start, int end, T* tile) {
+  constexpr int ITEMS = (BLOCK_N * CHUNKS + NUM_THREADS - 1) / NUM_THREADS;
+#pragma unroll
+  for (int it = 0; it < ITEMS; ++it) {
+    const int idx = threadIdx.x + it * NUM_THREADS;
+    if (BLOCK_N * CHUNKS % NUM_THREADS == 0 || idx < BLOCK_N * CHUNKS) {
+      const int pos = idx / CHUNKS, c = idx % CHUNKS;
+      const bool inside = start + pos < end;
+      const T* src = inside ? kv_row(p, b, start + pos) + c * 8 : p.kv;
+      kgen::cp_async_zfill(tile + pos * ROW_ELEMS + c * 8, src, inside ? 16 : 0);
+    }
+  }
+}
+
+// The rows of this thread's fragments: (tile i, half h) -> row (rg * WARP_M + i) * 16 + g + 8h.
+struct FragRows {
+  unsigned long long drafts[WARP_M][2];
+  bool valid[WARP_M][2];
+};
+
+__device__ __forceinline__ int frag_row(int rg, int i, int h, int g) { return (rg * WARP_M + i) * 16 + g + 8 * h; }
+
+// Draft positions of this tile whose V holds Inf or NaN (bit per position), found by all threads.
+__device__ __forceinline__ bool scan_drafts(const T* tile, int lo, int count, unsigned long long* bad) {
+  bool found = false;
+  for (int idx = threadIdx.x; idx < (count - lo) * LATENT_CHUNKS; idx += NUM_THREADS) {
+    const int pos = lo + idx / LATENT_CHUNKS, c = idx % LATENT_CHUNKS;
+    if (kgen::any_nonfinite<T>(*reinterpret_cast<const uint4*>(tile + pos * ROW_ELEMS + c * 8))) {
+      atomicOr(bad, 1ull << pos);
+      found = true;
+    }
+  }
+  return found;
+}
+
+}  // namespace mla
+
+extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_attention(const mla::Params p) {
+  using namespace mla;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* q_s = reinterpret_cast<T*>(smem);
+  T* tiles = reinterpret_cast<T*>(smem + TILES_OFFSET);
+  float* scores = reinterpret_cast<float*>(smem + SCORES_OFFSET);
+  unsigned long long* bad_s = reinterpret_cast<unsigned long long*>(smem + BAD_OFFSET);
+
+  const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
+  const int rg = warp / COL_GROUPS, cg = warp % COL_GROUPS;
+
+  // The block's q rows into shared memory (padding rows are zeros), with the row stride of KV.
+  for (int idx = threadIdx.x; idx < M_TILES * 16 * CHUNKS; idx += NUM_THREADS) {
+    const int r = idx / CHUNKS, c = idx % CHUNKS;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (r < ROWS) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + c * 8));
+    *reinterpret_cast<uint4*>(q_s + r * ROW_ELEMS + c * 8) = v;
+  }
+  if (threadIdx.x == 0) *bad_s = 0ull;
+
+  const Range range = split_range<NUM_THREADS, BLOCK_N>(p, b, split, num_splits);  // syncs
+
+  FragRows rows;
+  float m[WARP_M][2], l[WARP_M][2];  // l: this thread's share of the row sum (summed at the end)
+  float o[WARP_M][O_TILES][4];
+#pragma unroll
+  for (int i = 0; i < WARP_M; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = frag_row(rg, i, h, g);
+      rows.valid[i][h] = r < ROWS;
+      rows.drafts[i][h] = r < ROWS ? draft_bits(p, b, row_token(r)) : 0ull;
+      m[i][h] = -CUDART_INF_F;
+      l[i][h] = 0.f;
+    }
+#pragma unroll
+    for (int j = 0; j < O_TILES; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[i][j][e] = 0.f;
+  }
+
+  const int prefix = range.prefix, begin = range.begin, end = range.end;
+  const int num_tiles = (end - begin + BLOCK_N - 1) / BLOCK_N;
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < num_tiles) load_tile(p, b, begin + s * BLOCK_N, end, tiles + s * TILE_ELEMS);
+    kgen::cp_async_commit();
+  }
+
+  for (int it = 0; it < num_tiles; ++it) {
+    kgen::cp_async_wait<STAGES - 2>();
+    __syncthreads();  // tile `it` landed for all; tile it - 1's buffer and the scores are free
+    const int next = it + STAGES - 1;
+    if (next < num_tiles) load_tile(p, b, begin + next * BLOCK_N, end, tiles + (next % STAGES) * TILE_ELEMS);
+    kgen::cp_async_commit();
+    const T* tile = tiles + (it % STAGES) * TILE_ELEMS;
+    const int start = begin + it * BLOCK_N, count = min(BLOCK_N, end - start);
+
+    // 1. Partial scores over this warp's share of the head dims, into shared memory.
+    {
+      float acc[WARP_M][N_TILES][4];
+#pragma unroll
+      for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+        for (int j = 0; j < N_TILES; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < WARP_K; ++kk) {
+        const int ks = kk * COL_GROUPS + cg;
+        if (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS) {
+          unsigned a[WARP_M][4];
+#pragma unroll
+          for (int i = 0; i < WARP_M; ++i)
+            kgen::ldmatrix_x4(a[i], q_s + ((rg * WARP_M + i) * 16 + lane % 16) * ROW_ELEMS + (2 * ks + lane / 16) * 8);
+#pragma unroll
+          for (int j = 0; j < N_TILES; j += 2) {
+            unsigned k[4];
+            kgen::ldmatrix_x4(k, tile + (8 * j + lane % 8 + (lane / 16) * 8) * ROW_ELEMS + (2 * ks + (lane / 8) % 2) * 8);
+#pragma unroll
+            for (int i = 0; i < WARP_M; ++i) {
+              Mma::mma(acc[i][j], a[i], k[0], k[1]);
+              Mma::mma(acc[i][j + 1], a[i], k[2], k[3]);
+            }
+          }
+        }
+      }
+      float* mine = scores + cg * (M_TILES * 16 * S_STRIDE);
+#pragma unroll
+      for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+        for (int j = 0; j < N_TILES; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            *reinterpret_cast<float2*>(mine + frag_row(rg, i, h, g) * S_STRIDE + 8 * j + 2 * qd) =
+                make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+    }
+    bool found = false;
+    if constexpr (MASK_KIND != MASK_NONE) {
+      const int lo = max(start, prefix) - start;  // the first draft position of the tile
+      if (lo < count) found = scan_drafts(tile, lo, count, bad_s);
+    }
+    const bool any_bad = __syncthreads_or(found);
+
+    // 2. Whole scores of this warp's rows, masked; online softmax; P as A fragments.
+    unsigned pa[WARP_M][PV_STEPS][4];
+    float alpha[WARP_M][2];
+    {
+      float s[WARP_M][N_TILES][4];
+#pragma unroll
+      for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+        for (int j = 0; j < N_TILES; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            float2 sum = make_float2(0.f, 0.f);
+#pragma unroll
+            for (int c = 0; c < COL_GROUPS; ++c) {
+              const float2 v = *reinterpret_cast<const float2*>(
+                  scores + c * (M_TILES * 16 * S_STRIDE) + frag_row(rg, i, h, g) * S_STRIDE + 8 * j + 2 * qd);
+              sum.x += v.x;
+              sum.y += v.y;
+            }
+            s[i][j][2 * h] = sum.x * p.scale_log2;
+            s[i][j][2 * h + 1] = sum.y * p.scale_log2;
+          }
+      // Positions past the split, rows past ROWS and draft positions a row does not see: -inf.
+      const bool whole = start + BLOCK_N <= min(prefix, end);
+      if (!whole) {
+#pragma unroll
+        for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+          for (int j = 0; j < N_TILES; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int h = e / 2, n = start + 8 * j + 2 * qd + e % 2;
+              bool seen = rows.valid[i][h] && n < start + count;
+              if (MASK_KIND != MASK_NONE && n >= prefix) seen = seen && ((rows.drafts[i][h] >> (n - prefix)) & 1ull);
+              if (!seen) s[i][j][e] = -CUDART_INF_F;
+            }
+      }
+      bool rescale = false;
+#pragma unroll
+      for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float mx = -CUDART_INF_F;
+#pragma unroll
+          for (int j = 0; j < N_TILES; ++j) mx = fmaxf(mx, fmaxf(s[i][j][2 * h], s[i][j][2 * h + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          alpha[i][h] = 1.f;
+          if (mx > m[i][h] + RESCALE_THRESHOLD || (m[i][h] == -CUDART_INF_F && mx != -CUDART_INF_F)) {
+            alpha[i][h] = kgen::fast_exp2(m[i][h] - mx);  // 0 when nothing was seen yet
+            m[i][h] = mx;
+            rescale = true;
+          }
+        }
+#pragma unroll
+      for (int i = 0; i < WARP_M; ++i) {
+        const float base[2] = {m[i][0] == -CUDART_INF_F ? 0.f : m[i][0], m[i][1] == -CUDART_INF_F ? 0.f : m[i][1]};
+        float sum[2] = {0.f, 0.f};
+#pragma unroll
+        for (int j = 0; j < N_TILES; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const unsigned packed = Mma::pack(kgen::fast_exp2(s[i][j][2 * h] - base[h]),
+                                              kgen::fast_exp2(s[i][j][2 * h + 1] - base[h]));
+            const float2 rounded = Mma::unpack(packed);  // l sums exactly the p that P.V uses
+            sum[h] += rounded.x + rounded.y;
+            pa[i][j / 2][(j % 2) * 2 + h] = packed;
+          }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) l[i][h] = l[i][h] * alpha[i][h] + sum[h];
+      }
+      if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+        for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+          for (int j = 0; j < O_TILES; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o[i][j][e] *= alpha[i][e / 2];
+      }
+    }
+
+    // Rare: draft positions holding Inf/NaN in V. Fold them in with scalar FMAs, only into the
+    // rows that see them, then zero them so the MMA below adds nothing for them.
+    if (any_bad) {
+      const unsigned long long bad = *bad_s;
+      float* p_s = scores;  // P of this block's rows, [M_TILES * 16][S_STRIDE]
+      __syncthreads();  // every warp has read the partial scores
+      if (cg == 0) {
+#pragma unroll
+        for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+          for (int j = 0; j < N_TILES; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const float2 v = Mma::unpack(pa[i][j / 2][(j % 2) * 2 + h]);
+              *reinterpret_cast<float2*>(p_s + frag_row(rg, i, h, g) * S_STRIDE + 8 * j + 2 * qd) = v;
+            }
+      }
+      __syncthreads();
+      for (int n = 0; n < BLOCK_N; ++n) {
+        if (!((bad >> n) & 1ull)) continue;
+        const int pos = start + n;
+#pragma unroll
+        for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = frag_row(rg, i, h, g);
+            const bool seen = rows.valid[i][h] && ((rows.drafts[i][h] >> (pos - prefix)) & 1ull);
+            if (!seen) continue;
+            const float pr = p_s[r * S_STRIDE + n];
+#pragma unroll
+            for (int j = 0; j < O_TILES; ++j)
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const int d = (cg * O_TILES + j) * 8 + 2 * qd + e;
+                o[i][j][2 * h + e] = fmaf(pr, kgen::to_float(tile[n * ROW_ELEMS + d]), o[i][j][2 * h + e]);
+              }
+          }
+      }
+      __syncthreads();
+      T* writable = const_cast<T*>(tile);
+      for (int idx = threadIdx.x; idx < BLOCK_N * LATENT_CHUNKS; idx += NUM_THREADS) {
+        const int n = idx / LATENT_CHUNKS, c = idx % LATENT_CHUNKS;
+        if ((bad >> n) & 1ull) *reinterpret_cast<uint4*>(writable + n * ROW_ELEMS + c * 8) = make_uint4(0u, 0u, 0u, 0u);
+      }
+      if (threadIdx.x == 0) *bad_s = 0ull;
+      __syncthreads();
+    }
+
+    // 3. O += P.V over this warp's output columns.
+#pragma unroll
+    for (int kk = 0; kk < PV_STEPS; ++kk)
+#pragma unroll
+      for (int j = 0; j < O_TILES; j += 2) {
+        unsigned v[4];
+        kgen::ldmatrix_x4_trans(v, tile + (16 * kk + lane % 8 + ((lane / 8) % 2) * 8) * ROW_ELEMS +
+                                       ((cg * O_TILES + j) + lane / 16) * 8);
+#pragma unroll
+        for (int i = 0; i < WARP_M; ++i) {
+          Mma::mma(o[i][j], pa[i][kk], v[0], v[1]);
+          Mma::mma(o[i][j + 1], pa[i][kk], v[2], v[3]);
+        }
+      }
+  }
+  kgen::cp_async_wait<0>();
+
+  // Results: out/lse with one split, else this split's slot of the workspace, then the combine.
+  const long long slot = num_splits > 1 ? slot_row(p, b, split, num_splits) : 0;
+#pragma unroll
+  for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = l[i][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      if (!rows.valid[i][h]) continue;
+      const int r = frag_row(rg, i, h, g);
+      const Finish fin(m[i][h], sum, range.poisoned);
+#pragma unroll
+      for (int j = 0; j < O_TILES; ++j) {
+        const int d = (cg * O_TILES + j) * 8 + 2 * qd;
+        const float x = fin.apply(o[i][j][2 * h]), y = fin.apply(o[i][j][2 * h + 1]);
+        if (num_splits == 1) {
+          *reinterpret_cast<unsigned*>(out_row(p, b, r) + d) = Mma::pack(x, y);
+        } else {
+          *reinterpret_cast<float2*>(p.ws_o + (slot + r) * LATENT_DIM + d) = make_float2(x, y);
+        }
+      }
+      if (cg == 0 && qd == 0) {
+        if (num_splits == 1) *lse_at(p, b, r) = fin.lse();
+        else p.ws_lse[slot + r] = fin.lse();
+      }
+    }
+  if (num_splits > 1) {
+    __syncthreads();  // the tiles and scores are no longer read: the combine reuses them
+    finish_split<NUM_THREADS>(p, b, split, num_splits, reinterpret_cast<float*>(smem));
+  }
+}
