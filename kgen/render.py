@@ -50,8 +50,7 @@ C_POINTEES = ("const T", "T", "const int", "int", "float", "const unsigned long 
 class CStruct:
     """A C struct generated from a ctypes.Structure, so host and kernel share one field list.
 
-    `pointees` gives the pointed-to C type of each c_void_p field (one of C_POINTEES). The C++
-    text asserts every field's offset and the struct's size against ctypes' layout.
+    `pointees` gives the pointed-to C type of each c_void_p field (one of C_POINTEES).
     """
 
     name: str
@@ -59,8 +58,9 @@ class CStruct:
     pointees: tuple[tuple[str, str], ...]
 
     def cpp(self) -> str:
+        """The struct definition and a size check (every NVRTC accepts it)."""
         pointees = dict(self.pointees)
-        lines, checks = [f"struct {self.name} {{"], []
+        lines = [f"struct {self.name} {{"]
         for field, kind in self.layout._fields_:
             if not _IDENTIFIER.fullmatch(field):
                 raise ValueError(f"struct field {field!r} is not a C identifier")
@@ -71,14 +71,18 @@ class CStruct:
                 lines.append(f"  {pointee}* {field};")
             else:
                 lines.append(f"  {C_TYPES[kind]} {field};")
-            offset = getattr(self.layout, field).offset
-            checks.append(
-                f'static_assert(__builtin_offsetof({self.name}, {field}) == {offset}, "{field}");'
-            )
         size = ctypes.sizeof(self.layout)
-        lines.append("};")
-        checks.append(f'static_assert(sizeof({self.name}) == {size}, "{self.name} size");')
-        return "\n".join(lines + checks)
+        lines += ["};", f'static_assert(sizeof({self.name}) == {size}, "{self.name} size");']
+        return "\n".join(lines)
+
+    def offset_checks(self) -> str:
+        """static_asserts of every field's offset against ctypes' (NVRTC 13.5's
+        __builtin_offsetof; older NVRTC lacks it, so a CPU test compiles these)."""
+        return "\n".join(
+            f"static_assert(__builtin_offsetof({self.name}, {field}) == "
+            f'{getattr(self.layout, field).offset}, "{field}");'
+            for field, _ in self.layout._fields_
+        )
 
 
 Value = bool | int | float | CType | CStruct

@@ -4,6 +4,7 @@ import pytest
 
 from kgen.mla import Config, Spec
 from kgen.params import ParamError
+from kgen.compiler import CompileError
 from kgen.render import CType, cpp_literal, render
 
 from .axpy import axpy_program
@@ -84,3 +85,15 @@ def test_invalid_spec_names_the_field(kwargs, field):
 def test_invalid_config_names_the_field(kwargs, field):
     with pytest.raises(ParamError, match=rf"Config\.{field}="):
         Config(**kwargs)
+
+
+def test_generated_params_struct_matches_ctypes_field_by_field():
+    """The kernel's Params comes from KernelParams' field list; NVRTC checks every offset."""
+    from kgen.compiler import compile_cubin
+    from kgen.mla.program import PARAMS
+
+    source = "using T = float;\n" + PARAMS.cpp() + "\n" + PARAMS.offset_checks() + "\n"
+    compile_cubin(source + 'extern "C" __global__ void k(Params p) { *p.lse = 0.f; }', "sm_120")
+    swapped = PARAMS.offset_checks().replace("== 0,", "== 8,", 1)  # a wrong offset must fail
+    with pytest.raises(CompileError):
+        compile_cubin(source.replace(PARAMS.offset_checks(), "") + swapped, "sm_120")

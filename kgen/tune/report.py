@@ -162,7 +162,9 @@ def plot(report: dict, out_dir: Path) -> list[Path]:
         return []
     ceilings = report["meta"]["ceilings"]
     paths = []
-    cases = [c for c in report["cases"] if c.get("trials")]
+    cases = [c for c in report["cases"] if any(t["status"] == "ok" for t in c.get("trials", []))]
+    if not cases:
+        return []
     cols = 4
     fig, axes = plt.subplots(
         -(-len(cases) // cols),
