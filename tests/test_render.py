@@ -2,9 +2,9 @@
 
 import pytest
 
+from kgen.compiler import CompileError
 from kgen.mla import Config, Spec
 from kgen.params import ParamError
-from kgen.compiler import CompileError
 from kgen.render import CType, cpp_literal, render
 
 from .axpy import axpy_program
