@@ -7,8 +7,10 @@ export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
 tests=${1:-300}; sweep=${2:-280}; shift 2 || true
 if [ "$tests" -gt 0 ]; then
-  timeout "$tests" python3 -m pytest -m gpu -q -n 8 -p no:cacheprovider --maxfail=40 -rfE \
-    2>&1 | tee "$out/gpu-tests.log" | tail -45
+  timeout "$tests" python3 -m pytest -m gpu -v -n 14 -p no:cacheprovider --maxfail=40 -rfE \
+    -W ignore::pytest.PytestWarning > "$out/gpu-tests.log" 2>&1
+  echo "tests exit $?"; grep -E "FAILED|ERROR|passed|failed" "$out/gpu-tests.log" | grep -v "^\[gw" | tail -30
+  grep -E "^\[gw[0-9]+\] .*(FAILED|ERROR)" "$out/gpu-tests.log" | head -20
 fi
 if [ "$sweep" -gt 0 ]; then
   timeout "$sweep" python3 bench/sweep.py --out "$out/sweep" --db "$out/tuning.json" "$@" \

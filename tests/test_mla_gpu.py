@@ -280,7 +280,7 @@ def test_nonfinite_draft_kv_reaches_only_the_rows_that_see_it(config, value):
     assert rows[:, [3, 5]].all() and not rows[:, [0, 1, 2, 4]].any()
 
 
-@settings(max_examples=30)
+@settings(max_examples=20)
 @given(data=st.data())
 def test_mma_agrees_with_fma(data):
     spec = data.draw(specs(dtypes=("float16", "bfloat16")), label="spec")

@@ -17,6 +17,7 @@ from kgen.mla.heuristic import widest_vec
 STAGE_TILES = ((0, 2), (0, 4), (1, 16), (2, 16), (2, 32), (3, 16))
 # The tensor-core path: cp.async pipelines of 16- to 64-position tiles.
 MMA_STAGE_TILES = ((2, 16), (3, 16), (4, 16), (2, 32), (3, 32), (2, 64))
+FIT_ARCHS = ("sm_120",)  # what a sweep tunes must also fit the target (99 KB of shared memory)
 
 
 @dataclass(frozen=True)
@@ -112,13 +113,17 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
     return configs
 
 
-def prune(spec: Spec, configs: list[Config], arch: Arch) -> Pruned:
+def prune(spec: Spec, configs: list[Config], arch: Arch, also_fit: tuple[Arch, ...] = ()) -> Pruned:
     """Split configs into those worth compiling and those refused, with the reason: hard refusals
-    (plan's ConfigError: cannot work) and soft ones (an estimate of more registers per thread
-    than the arch has: it would spill, so the sweep skips it, though build would compile it)."""
+    (plan's ConfigError: cannot work on `arch` or on an arch of `also_fit`, so that what a sweep
+    on the test GPU tunes also runs on the target) and soft ones (an estimate of more registers
+    per thread than the arch has: it would spill, so the sweep skips it, though build would
+    compile it)."""
     result = Pruned()
     for config in configs:
         try:
+            for other in also_fit:
+                plan(spec, config, other)
             layout = plan(spec, config, arch)
         except (ConfigError, ValueError) as err:
             result.refused.append((config, str(err)))

@@ -20,7 +20,7 @@ from kgen.compiler import CompileError, nvrtc_version
 from kgen.mla import Config, Spec, build
 from kgen.mla.heuristic import default_config
 from kgen.tune.db import TuningDB, bucket
-from kgen.tune.space import Axes, Case, enumerate_configs, prune, split_candidates
+from kgen.tune.space import FIT_ARCHS, Axes, Case, enumerate_configs, prune, split_candidates
 from kgen.tune.worker import TrialCrashed
 
 
@@ -110,6 +110,7 @@ class SweepOptions:
     in_process: bool = False  # run trials here instead of a worker process (tests)
     executor: object | None = None  # anything with call(method, *args): replaces the worker
     seed: int = 0
+    also_fit: tuple[str, ...] = FIT_ARCHS  # archs every kept config must also fit
 
 
 def gpu_present() -> bool:
@@ -133,8 +134,9 @@ def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = N
         "mode": "compile-only" if compile_only else "gpu",
     }
 
+    also = tuple(resolve_arch(a) for a in options.also_fit if a != arch.name)
     pruned = {
-        case.name: prune(case.spec, enumerate_configs(case.spec, options.axes), arch)
+        case.name: prune(case.spec, enumerate_configs(case.spec, options.axes), arch, also)
         for case in cases
     }
     pairs = sorted({(c.spec, cfg) for c in cases for cfg in pruned[c.name].kept}, key=repr)

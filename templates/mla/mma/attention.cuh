@@ -55,16 +55,19 @@ static_assert(STAGES >= 2, "the mma path pipelines KV tiles with cp.async");
 static_assert(MAIN_SMEM == SMEM_BYTES, "shared-memory layout differs from kgen.mla.mma_layout");
 
 // Issue one KV tile [start, start + BLOCK_N) into shared memory; positions past `end` read zeros.
+// When pages hold whole tiles, a tile is one page: one block-table read per thread, not per chunk.
 __device__ __forceinline__ void load_tile(const Params& p, int b, int start, int end, T* tile) {
   constexpr int ITEMS = (BLOCK_N * CHUNKS + NUM_THREADS - 1) / NUM_THREADS;
+  constexpr bool ONE_PAGE = PAGE_SIZE % BLOCK_N == 0;
+  const T* page = ONE_PAGE ? kv_row(p, b, start) : p.kv;  // start is a multiple of BLOCK_N
 #pragma unroll
   for (int it = 0; it < ITEMS; ++it) {
     const int idx = threadIdx.x + it * NUM_THREADS;
     if (BLOCK_N * CHUNKS % NUM_THREADS == 0 || idx < BLOCK_N * CHUNKS) {
       const int pos = idx / CHUNKS, c = idx % CHUNKS;
       const bool inside = start + pos < end;
-      const T* src = inside ? kv_row(p, b, start + pos) + c * 8 : p.kv;
-      kgen::cp_async_zfill(tile + pos * ROW_ELEMS + c * 8, src, inside ? 16 : 0);
+      const T* row = ONE_PAGE ? page + pos * p.kv_sr : kv_row(p, b, inside ? start + pos : start);
+      kgen::cp_async_zfill(tile + pos * ROW_ELEMS + c * 8, inside ? row + c * 8 : p.kv, inside ? 16 : 0);
     }
   }
 }
