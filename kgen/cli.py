@@ -1,4 +1,4 @@
-"""The `kgen` command: `kgen sweep ...` and `kgen cache ls|clear|verify`."""
+"""The `kgen` command: `kgen sweep ...`, `kgen tune ls` and `kgen cache ls|clear|verify`."""
 
 from __future__ import annotations
 
@@ -35,9 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     cache.add_argument("action", choices=["ls", "clear", "verify"])
     cache.set_defaults(run=_cache)
 
-    from kgen.tune.cli import add_sweep_parser
+    from kgen.tune.cli import add_sweep_parser, add_tune_parser
 
     add_sweep_parser(commands)
+    add_tune_parser(commands)
     args = parser.parse_args(argv)
     return args.run(args)
 

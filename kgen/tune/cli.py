@@ -124,3 +124,31 @@ def _run(args) -> int:
             ),
         )
     return 0
+
+
+def add_tune_parser(commands) -> None:
+    p = commands.add_parser(
+        "tune", help="list the tuning databases' entries, marking stale ones (not used)"
+    )
+    p.add_argument("action", choices=["ls"])
+    p.add_argument("--db", type=Path, help="a tuning database (default: the user's and shipped)")
+    p.set_defaults(run=_tune)
+
+
+def _tune(args) -> int:
+    from kgen.tune.db import SHIPPED, TuningDB, code_stamp, staleness
+
+    dbs = [TuningDB(args.db)] if args.db else [TuningDB.user(), TuningDB(SHIPPED)]
+    stale = 0
+    for db in dbs:
+        entries = db.entries()
+        print(f"{db.path}: {len(entries)} entries (kernel code now {code_stamp()})")
+        for key, entry in entries.items():
+            why = staleness(entry)
+            stale += why is not None
+            config = entry.get("config", {})
+            name = ", ".join(f"{k}={v}" for k, v in config.items())
+            status = f"STALE: {why}" if why else "ok"
+            print(f"  {key}  {entry.get('median_us', float('nan')):9.1f} us  {status}\n    {name}")
+    print(f"{stale} stale entries (never used by config='auto')")
+    return 0

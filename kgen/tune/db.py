@@ -1,8 +1,12 @@
-"""The tuning database: the best config per (GPU, arch, spec, shape bucket), with the kgen and
-NVRTC versions that produced it so stale results are never reused."""
+"""The tuning database: the best config per (GPU, arch, spec, shape bucket), stamped with the kgen
+and NVRTC versions and a hash of the kernel code (templates and layout models) it was measured
+with, so results for other code are reported stale and never reused. Every timed trial of the
+case is kept beside the winner: the data the next heuristic is fitted from."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import tempfile
@@ -15,6 +19,23 @@ from kgen import __version__, env
 from kgen.mla import Config, Spec
 
 SHIPPED = Path(__file__).resolve().parent.parent / "tuned" / "tuning.json"
+LAYOUT_MODELS = ("layout.py", "mma_layout.py", "program.py")  # kgen/mla: what shapes the code
+
+
+@functools.cache
+def code_stamp() -> str:
+    """A hash of everything that shapes the generated kernels: every template file and the
+    layout models that bind their values."""
+    from kgen.render import template_dir
+
+    digest = hashlib.sha256()
+    root = template_dir()
+    mla = Path(__file__).resolve().parent.parent / "mla"
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".cuh", ".jinja"))
+    for path in [*files, *(mla / name for name in LAYOUT_MODELS)]:
+        name = path.relative_to(root) if path.is_relative_to(root) else path.name
+        digest.update(f"{name}\0".encode() + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def bucket(batch: int, max_len: int) -> str:
@@ -34,7 +55,18 @@ def entry_key(gpu: str, arch: str, spec: Spec, shape_bucket: str) -> str:
 class Lookup:
     config: Config | None
     entry: dict | None
-    stale: bool  # an entry exists but from another kgen or NVRTC version
+    stale: bool  # an entry exists but from another kgen or NVRTC version, or other kernel code
+
+
+def staleness(entry: dict, nvrtc: str | None = None) -> str | None:
+    """Why an entry may not be used, or None."""
+    if entry.get("kgen") != __version__:
+        return f"kgen {entry.get('kgen')} (now {__version__})"
+    if nvrtc is not None and entry.get("nvrtc") != nvrtc:
+        return f"NVRTC {entry.get('nvrtc')} (now {nvrtc})"
+    if entry.get("code") != code_stamp():
+        return f"kernel code {entry.get('code')} (now {code_stamp()})"
+    return None
 
 
 class TuningDB:
@@ -57,7 +89,7 @@ class TuningDB:
         entry = self.entries().get(entry_key(gpu, arch, spec, shape_bucket))
         if entry is None:
             return Lookup(None, None, False)
-        if entry.get("kgen") != __version__ or entry.get("nvrtc") != nvrtc:
+        if staleness(entry, nvrtc):
             return Lookup(None, entry, True)
         return Lookup(Config.from_dict(entry["config"]), entry, False)
 
@@ -70,7 +102,9 @@ class TuningDB:
         nvrtc: str,
         config: Config,
         figures: dict,
+        trials: list | None = None,
     ) -> None:
+        """Store the winner; `trials` are every timed (config, splits, median) of the case."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(self.path) + ".lock"):
             entries = self.entries()
@@ -81,8 +115,10 @@ class TuningDB:
                 "bucket": shape_bucket,
                 "kgen": __version__,
                 "nvrtc": nvrtc,
+                "code": code_stamp(),
                 "config": config.to_dict(),
                 **figures,
+                **({"trials": trials} if trials is not None else {}),
             }
             text = json.dumps({"entries": dict(sorted(entries.items()))}, indent=1)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
