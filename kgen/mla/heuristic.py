@@ -31,20 +31,20 @@ def _divisors_descending(n: int) -> list[int]:
 
 
 def _mma_candidates(spec: Spec):
-    """Most heads per block first (each KV tile serves more rows), then deeper pipelines."""
+    """Most heads per block first (each KV tile serves more rows); then q fragments in registers
+    (more shared memory left for KV) and deeper cp.async pipelines (more bytes in flight)."""
     for hpb in _divisors_descending(spec.heads):
         m_tiles = math.ceil(spec.q_len * hpb / 16)
         if m_tiles > MMA_MAX_M_TILES:
             continue
-        warps = 4 if m_tiles <= 2 else 8
-        for stages, block_n in ((3, 16), (2, 16)):
-            for cols in (4, 2, 8):
+        for stages in (5, 4, 3, 2):
+            for warps, cols in ((4, 4), (8, 8), (8, 4), (4, 2), (8, 2)):
                 yield Config(
                     heads_per_block=hpb,
                     vec_width=16 // spec.elem_bytes,
                     smem_stages=stages,
                     num_warps=warps,
-                    block_n=block_n,
+                    block_n=16,
                     compute="mma",
                     col_groups=cols,
                 )

@@ -17,6 +17,7 @@ from kgen.mla.spec import Config, Spec
 
 MAX_BLOCK_N = 64  # the draft scan keeps one bit per position in a 64-bit word
 REGISTER_OVERHEAD = 40  # indices, pointers, row states, loop state: an allowance
+Q_REGISTER_LIMIT = 40  # q fragments a warp keeps in registers; beyond, q lives in shared memory
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class MMALayout:
     m_tiles: int  # rows padded to m16 tiles
     row_groups: int
     col_groups: int
+    q_in_registers: bool  # each warp's q fragments (its k steps) in registers, not shared memory
     warp_m: int  # m16 tiles per warp
     o_tiles: int  # n8 tiles of output columns per warp
     threads: int
@@ -94,7 +96,10 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
 
     chunks = spec.head_dim // 8
     row_bytes = (chunks if chunks % 2 else chunks + 1) * 16
-    q_bytes = m_tiles * 16 * row_bytes
+    warp_m = m_tiles // row_groups
+    q_registers = warp_m * math.ceil(spec.head_dim // 16 / cols) * 4
+    q_in_registers = q_registers <= Q_REGISTER_LIMIT
+    q_bytes = 0 if q_in_registers else m_tiles * 16 * row_bytes
     stage_bytes = config.smem_stages * config.block_n * row_bytes
     s_stride = config.block_n + (24 - config.block_n % 16) % 16
     score_bytes = cols * m_tiles * 16 * s_stride * 4
@@ -106,14 +111,13 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
             f"{stage_bytes}, scores {score_bytes}), over {arch.name}'s {arch.smem_per_block} "
             "per block (fewer heads_per_block, smem_stages or block_n)",
         )
-    warp_m = m_tiles // row_groups
     o_tiles = n8_tiles // cols
     n_tiles = config.block_n // 8
     registers = (
         warp_m * o_tiles * 4  # the output accumulator
         + warp_m * n_tiles * 4  # scores
         + warp_m * (config.block_n // 16) * 4  # P fragments
-        + warp_m * 4  # q fragments of one k step
+        + (q_registers if q_in_registers else warp_m * 4)  # q fragments
         + 4  # K/V fragments
         + warp_m * 8  # row states and draft bits
         + REGISTER_OVERHEAD
@@ -123,6 +127,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         m_tiles=m_tiles,
         row_groups=row_groups,
         col_groups=cols,
+        q_in_registers=q_in_registers,
         warp_m=warp_m,
         o_tiles=o_tiles,
         threads=threads,

@@ -90,7 +90,12 @@ def template_values(spec: Spec, config: Config, layout: Layout | MMALayout) -> d
     """Every value the template binds, as validated Python values (kgen.render makes them C++)."""
     values = _op_values(spec, config, layout.rows)
     if isinstance(layout, MMALayout):
-        return {**values, "col_groups": layout.col_groups, "smem_bytes": layout.main_smem}
+        return {
+            **values,
+            "col_groups": layout.col_groups,
+            "q_in_registers": layout.q_in_registers,
+            "smem_bytes": layout.main_smem,
+        }
     return {
         **values,
         "vec_width": config.vec_width,

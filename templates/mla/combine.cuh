@@ -57,28 +57,45 @@ __device__ void merge_slots(const Params& p, int b, int num_splits, int first, i
       else *lse_at(p, b, r0 + r) = lse;
     }
     __syncthreads();
-    constexpr int QUADS = LATENT_DIM / 4;
-    for (int i = threadIdx.x; i < nr * QUADS; i += THREADS) {
-      const int r = i / QUADS, d = (i % QUADS) * 4;
-      const float* w = scratch + r * count;
-      float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    // Each thread merges BATCH float4 columns at once: BATCH x UNROLL loads in flight (L2 latency
+    // bound otherwise). Empty splits carry o = 0 and weight 0; NaN weights poison their row.
+    constexpr int QUADS = LATENT_DIM / 4, BATCH = 8, UNROLL = 1;
+    const int items = nr * QUADS;
+    for (int i0 = threadIdx.x; i0 < items; i0 += THREADS * BATCH) {
+      float4 acc[BATCH];
+#pragma unroll
+      for (int k = 0; k < BATCH; ++k) acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll UNROLL
       for (int s = 0; s < count; ++s) {
-        if (w[s] == 0.f) continue;  // empty split (its o is 0); NaN weights fall through
-        const float4 o = __ldcg(reinterpret_cast<const float4*>(
-            p.ws_o + (base + static_cast<long long>(first + s) * ROWS + r0 + r) * LATENT_DIM + d));
-        acc.x = fmaf(w[s], o.x, acc.x);
-        acc.y = fmaf(w[s], o.y, acc.y);
-        acc.z = fmaf(w[s], o.z, acc.z);
-        acc.w = fmaf(w[s], o.w, acc.w);
+#pragma unroll
+        for (int k = 0; k < BATCH; ++k) {
+          const int i = i0 + k * THREADS;
+          if (i < items) {
+            const int r = i / QUADS, d = (i % QUADS) * 4;
+            const float w = scratch[r * count + s];
+            const float4 o = __ldcg(reinterpret_cast<const float4*>(
+                p.ws_o + (base + static_cast<long long>(first + s) * ROWS + r0 + r) * LATENT_DIM + d));
+            acc[k].x = fmaf(w, o.x, acc[k].x);
+            acc[k].y = fmaf(w, o.y, acc[k].y);
+            acc[k].z = fmaf(w, o.z, acc[k].z);
+            acc[k].w = fmaf(w, o.w, acc[k].w);
+          }
+        }
       }
-      if (dst >= 0) {
-        *reinterpret_cast<float4*>(p.ws_o + (base + static_cast<long long>(dst) * ROWS + r0 + r) * LATENT_DIM + d) = acc;
-      } else {
-        T* o = out_row(p, b, r0 + r) + d;
-        o[0] = kgen::from_float<T>(acc.x);
-        o[1] = kgen::from_float<T>(acc.y);
-        o[2] = kgen::from_float<T>(acc.z);
-        o[3] = kgen::from_float<T>(acc.w);
+#pragma unroll
+      for (int k = 0; k < BATCH; ++k) {
+        const int i = i0 + k * THREADS;
+        if (i >= items) continue;
+        const int r = i / QUADS, d = (i % QUADS) * 4;
+        if (dst >= 0) {
+          *reinterpret_cast<float4*>(p.ws_o + (base + static_cast<long long>(dst) * ROWS + r0 + r) * LATENT_DIM + d) = acc[k];
+        } else {
+          T* o = out_row(p, b, r0 + r) + d;
+          o[0] = kgen::from_float<T>(acc[k].x);
+          o[1] = kgen::from_float<T>(acc[k].y);
+          o[2] = kgen::from_float<T>(acc[k].z);
+          o[3] = kgen::from_float<T>(acc[k].w);
+        }
       }
     }
     __syncthreads();

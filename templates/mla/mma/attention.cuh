@@ -39,7 +39,7 @@ constexpr int PV_STEPS = BLOCK_N / 16;
 constexpr int S_STRIDE = BLOCK_N + (24 - BLOCK_N % 16) % 16;    // = 8 mod 16: conflict-free float2
 constexpr float RESCALE_THRESHOLD = 8.0f;
 
-constexpr int Q_BYTES = M_TILES * 16 * ROW_ELEMS * 2;
+constexpr int Q_BYTES = Q_IN_REGISTERS ? 0 : M_TILES * 16 * ROW_ELEMS * 2;
 constexpr int TILE_ELEMS = BLOCK_N * ROW_ELEMS;
 constexpr int TILES_OFFSET = Q_BYTES;
 constexpr int SCORES_OFFSET = TILES_OFFSET + STAGES * TILE_ELEMS * 2;
@@ -107,12 +107,27 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_attention(con
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
   const int rg = warp / COL_GROUPS, cg = warp % COL_GROUPS;
 
-  // The block's q rows into shared memory (padding rows are zeros), with the row stride of KV.
-  for (int idx = threadIdx.x; idx < M_TILES * 16 * CHUNKS; idx += NUM_THREADS) {
-    const int r = idx / CHUNKS, c = idx % CHUNKS;
-    uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (r < ROWS) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + c * 8));
-    *reinterpret_cast<uint4*>(q_s + r * ROW_ELEMS + c * 8) = v;
+  // q: this warp's A fragments of its k steps in registers, or the block's rows in shared memory
+  // (padding rows are zeros).
+  unsigned qf[Q_IN_REGISTERS ? WARP_M : 1][Q_IN_REGISTERS ? WARP_K : 1][4];
+  if constexpr (Q_IN_REGISTERS) {
+#pragma unroll
+    for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+      for (int kk = 0; kk < WARP_K; ++kk)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int r = (rg * WARP_M + i) * 16 + g + 8 * (e % 2), ks = kk * COL_GROUPS + cg;
+          const bool inside = r < ROWS && (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS);
+          qf[i][kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, b, r) + 16 * ks + 2 * qd + 8 * (e / 2))) : 0u;
+        }
+  } else {
+    for (int idx = threadIdx.x; idx < M_TILES * 16 * CHUNKS; idx += NUM_THREADS) {
+      const int r = idx / CHUNKS, c = idx % CHUNKS;
+      uint4 v = make_uint4(0u, 0u, 0u, 0u);
+      if (r < ROWS) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + c * 8));
+      *reinterpret_cast<uint4*>(q_s + r * ROW_ELEMS + c * 8) = v;
+    }
   }
   if (threadIdx.x == 0) *bad_s = 0ull;
 
@@ -169,8 +184,14 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_attention(con
         if (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS) {
           unsigned a[WARP_M][4];
 #pragma unroll
-          for (int i = 0; i < WARP_M; ++i)
-            kgen::ldmatrix_x4(a[i], q_s + ((rg * WARP_M + i) * 16 + lane % 16) * ROW_ELEMS + (2 * ks + lane / 16) * 8);
+          for (int i = 0; i < WARP_M; ++i) {
+            if constexpr (Q_IN_REGISTERS) {
+#pragma unroll
+              for (int e = 0; e < 4; ++e) a[i][e] = qf[i][kk][e];
+            } else {
+              kgen::ldmatrix_x4(a[i], q_s + ((rg * WARP_M + i) * 16 + lane % 16) * ROW_ELEMS + (2 * ks + lane / 16) * 8);
+            }
+          }
 #pragma unroll
           for (int j = 0; j < N_TILES; j += 2) {
             unsigned k[4];
