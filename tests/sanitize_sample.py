@@ -3,6 +3,7 @@ the reference: the program compute-sanitizer (memcheck, racecheck) runs on the d
 
     compute-sanitizer --tool memcheck  python3 tests/sanitize_sample.py
     compute-sanitizer --tool racecheck python3 tests/sanitize_sample.py
+    compute-sanitizer --tool synccheck python3 tests/sanitize_sample.py
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from kgen.mla.workload import make_workload  # noqa: E402
 from tests.mla_helpers import reference_for, run_poisoned, to_numpy  # noqa: E402
 from tests.reference import check_attention  # noqa: E402
 
+MMA = "mma"
 SAMPLE = [  # (spec, config): every stage kind, q source, position groups, splits, mask, dtype
     (
         Spec(heads=8, q_len=1, dtype="bfloat16", page_size=64, mask="none"),
@@ -52,16 +54,166 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
         Spec(heads=16, q_len=16, dtype="bfloat16", page_size=64, mask="tree"),
         Config(heads_per_block=2, kv_splits=5, vec_width=8, smem_stages=2, num_warps=8, block_n=16),
     ),
+    # The tensor-core path: dtypes, masks, page sizes 1/16/64, splits 1..64 (one- and two-level
+    # combine), stages 2..5, q in registers and in shared memory, 1..8 column groups.
+    *(
+        (Spec(heads=h, q_len=t, dtype=d, page_size=ps, mask=m), Config(**c, compute=MMA))
+        for h, t, d, ps, m, c in [
+            (
+                8,
+                1,
+                "bfloat16",
+                64,
+                "none",
+                dict(heads_per_block=8, kv_splits=1, smem_stages=3, block_n=16),
+            ),
+            (
+                16,
+                1,
+                "float16",
+                16,
+                "none",
+                dict(heads_per_block=16, kv_splits=7, smem_stages=2, block_n=32),
+            ),
+            (
+                16,
+                1,
+                "bfloat16",
+                1,
+                "none",
+                dict(heads_per_block=16, kv_splits=64, smem_stages=5, block_n=16),
+            ),
+            (
+                8,
+                4,
+                "bfloat16",
+                64,
+                "causal",
+                dict(
+                    heads_per_block=8,
+                    kv_splits=3,
+                    smem_stages=4,
+                    block_n=16,
+                    num_warps=8,
+                    col_groups=4,
+                ),
+            ),
+            (
+                8,
+                16,
+                "bfloat16",
+                64,
+                "tree",
+                dict(
+                    heads_per_block=2,
+                    kv_splits=2,
+                    smem_stages=2,
+                    block_n=32,
+                    num_warps=8,
+                    col_groups=4,
+                ),
+            ),
+            (
+                4,
+                6,
+                "float16",
+                16,
+                "tree",
+                dict(heads_per_block=4, kv_splits=1, smem_stages=3, block_n=16, col_groups=2),
+            ),
+            (
+                64,
+                1,
+                "bfloat16",
+                64,
+                "none",
+                dict(
+                    heads_per_block=32,
+                    kv_splits=4,
+                    smem_stages=2,
+                    block_n=16,
+                    num_warps=8,
+                    col_groups=4,
+                ),
+            ),
+            (
+                64,
+                1,
+                "bfloat16",
+                64,
+                "none",
+                dict(
+                    heads_per_block=64,
+                    kv_splits=2,
+                    smem_stages=2,
+                    block_n=16,
+                    num_warps=8,
+                    col_groups=2,
+                ),
+            ),
+            (
+                2,
+                3,
+                "bfloat16",
+                1,
+                "causal",
+                dict(
+                    heads_per_block=1,
+                    kv_splits=16,
+                    smem_stages=2,
+                    block_n=64,
+                    num_warps=2,
+                    col_groups=2,
+                ),
+            ),
+            (
+                8,
+                1,
+                "bfloat16",
+                16,
+                "none",
+                dict(
+                    heads_per_block=8,
+                    kv_splits=5,
+                    smem_stages=3,
+                    block_n=16,
+                    num_warps=8,
+                    col_groups=8,
+                ),
+            ),
+            (
+                3,
+                5,
+                "float16",
+                64,
+                "tree",
+                dict(
+                    heads_per_block=3,
+                    kv_splits=1,
+                    smem_stages=2,
+                    block_n=48,
+                    num_warps=1,
+                    col_groups=1,
+                ),
+            ),
+        ]
+    ),
 ]
 
 
 def main() -> int:
     for spec, config in SAMPLE:
         w = make_workload(spec, [spec.q_len, spec.q_len + 77, spec.q_len + 300], seed=7)
+        if spec.mask == "tree" and config.compute == MMA:
+            # a draft position whose V is NaN: the tensor-core path's scan + scalar fold runs too
+            length = int(w.seq_lens[1])
+            n = length - spec.q_len + spec.q_len - 1
+            page = int(w.block_table[1, n // spec.page_size])
+            w.kv_cache[page, n % spec.page_size, : spec.latent_dim] = float("nan")
         out, lse = run_poisoned(build(spec, config, "native"), w)
         err = check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)
         print(
-            f"ok  {spec.short_name():32s} {config.short_name():26s} splits={config.kv_splits:<3d} "
+            f"ok  {spec.short_name():32s} {config.short_name():34s} splits={config.kv_splits:<3d} "
             f"err={err:.2e}"
         )
     return 0

@@ -189,7 +189,9 @@ def test_nan_in_one_query_row_stays_in_that_row():
         Config(heads_per_block=4, kv_splits=4),
         Config(heads_per_block=1, smem_stages=0, block_n=4),
         Config(heads_per_block=4, kv_splits=4, block_n=16, compute="mma"),
-        Config(heads_per_block=2, kv_splits=1, block_n=32, compute="mma", col_groups=2),
+        Config(
+            heads_per_block=2, kv_splits=1, block_n=32, compute="mma", num_warps=2, col_groups=2
+        ),
     ):
         out, lse = run_poisoned(build(spec, config, "native"), w)
         check_attention(

@@ -14,9 +14,10 @@ from kgen.mla.layout import ConfigError, plan
 from kgen.mla.spec import Config, Spec
 
 ROWS_PER_WARP_TARGET = 4  # FMA: q.k and p.v registers stay well under the 255 limit
-MMA_MAX_M_TILES = 4  # rows per block the tensor-core default amortises a KV tile over
+MMA_MAX_M_TILES = 2  # rows per block the tensor-core default amortises a KV tile over
 MMA_REGISTER_TARGET = 200
 MIN_TILES_PER_SPLIT = 2
+MMA_MIN_SPLIT_POSITIONS = 128  # shorter splits cost more in pipeline fill and combine than they add
 
 
 def widest_vec(spec: Spec) -> int:
@@ -30,24 +31,30 @@ def _divisors_descending(n: int) -> list[int]:
     return sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True)
 
 
-def _mma_candidates(spec: Spec):
-    """Most heads per block first (each KV tile serves more rows); then q fragments in registers
-    (more shared memory left for KV) and deeper cp.async pipelines (more bytes in flight)."""
+def _mma_candidates(spec: Spec, arch: Arch):
+    """From the H200 sweep (bench/RESULTS.md): up to two m16 tiles of rows per block (the most
+    heads that give at most 32 rows); one row group of 4 warps per m16 tile, each warp with a
+    quarter of the output columns and its q fragments in registers; then the deepest pipeline of
+    16-position tiles that still lets two blocks share an SM (more blocks beat deeper stages)."""
     for hpb in _divisors_descending(spec.heads):
         m_tiles = math.ceil(spec.q_len * hpb / 16)
         if m_tiles > MMA_MAX_M_TILES:
             continue
-        for stages in (5, 4, 3, 2):
-            for warps, cols in ((4, 4), (8, 8), (8, 4), (4, 2), (8, 2)):
-                yield Config(
-                    heads_per_block=hpb,
-                    vec_width=16 // spec.elem_bytes,
-                    smem_stages=stages,
-                    num_warps=warps,
-                    block_n=16,
-                    compute="mma",
-                    col_groups=cols,
-                )
+        warps = 4 * m_tiles
+        for stages in (3, 2):
+            yield Config(
+                heads_per_block=hpb,
+                vec_width=16 // spec.elem_bytes,
+                smem_stages=stages,
+                num_warps=warps,
+                block_n=16,
+                compute="mma",
+                col_groups=4,
+            )
+
+
+def _blocks_per_sm(arch: Arch, smem: int) -> int:
+    return arch.smem_per_sm // (smem + arch.smem_reserved_per_block)
 
 
 def _fma_candidates(spec: Spec, arch: Arch):
@@ -67,16 +74,20 @@ def _fma_candidates(spec: Spec, arch: Arch):
 
 
 def _first_fitting(spec: Spec, arch: Arch, compute: str):
-    candidates = _mma_candidates(spec) if compute == "mma" else _fma_candidates(spec, arch)
+    candidates = _mma_candidates(spec, arch) if compute == "mma" else _fma_candidates(spec, arch)
     limit = MMA_REGISTER_TARGET if compute == "mma" else arch.max_regs_per_thread
+    fallback = None
     for config in candidates:
         try:
             layout = plan(spec, config, arch)
         except ConfigError:
             continue
-        if layout.registers_estimate <= limit:
+        if layout.registers_estimate > limit:
+            continue
+        if compute == "fma" or _blocks_per_sm(arch, layout.dynamic_smem) >= 2:
             return config, layout
-    return None
+        fallback = fallback or (config, layout)
+    return fallback
 
 
 def default_config(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_count: int) -> Config:
@@ -94,6 +105,9 @@ def default_config(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_coun
     occupancy = arch.occupancy(layout.threads, layout.registers_estimate, layout.dynamic_smem)
     wanted_blocks = sm_count * max(1, occupancy.blocks_per_sm)
     blocks = batch * (spec.heads // config.heads_per_block)
-    max_splits = max(1, math.ceil(max_seq_len / (MIN_TILES_PER_SPLIT * config.block_n)))
+    shortest = (
+        MMA_MIN_SPLIT_POSITIONS if config.compute == "mma" else MIN_TILES_PER_SPLIT * config.block_n
+    )
+    max_splits = max(1, math.ceil(max_seq_len / shortest))
     splits = min(max_splits, max(1, math.ceil(wanted_blocks / max(1, blocks))), 256)
     return Config(**{**config.to_dict(), "kv_splits": splits})

@@ -1,0 +1,62 @@
+"""One launch per (case, config) for Nsight Compute: the FMA path's best config before and the
+shipped tensor-core config after, on the grid cases furthest from their targets.
+
+    python3 bench/profile.py --compile      # build the kernels first (in parallel, no ncu)
+    ncu --clock-control none -k regex:mla_attention --section SpeedOfLight \\
+        --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy \\
+        --csv --page details python3 bench/profile.py > ncu.csv
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from kgen.mla import Config, build  # noqa: E402
+from kgen.mla.workload import make_workload  # noqa: E402
+from kgen.tune.choose import choose_config  # noqa: E402
+from kgen.tune.space import load_grid  # noqa: E402
+
+BEFORE = {  # the FMA winners of the 2026-11-29 sweep (bench/RESULTS.md)
+    "kimi-tp8-verify-tree": Config(heads_per_block=1, kv_splits=33, smem_stages=3, block_n=16),
+    "kimi-tp8-verify-batch": Config(heads_per_block=1, kv_splits=3, smem_stages=2, block_n=16),
+    "kimi-tp1-decode-64k": Config(
+        heads_per_block=32, kv_splits=66, smem_stages=2, num_warps=8, block_n=16
+    ),
+}
+
+
+def variants():
+    """(case, label, config) for each profiled launch."""
+    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    device = torch.device("cuda", torch.cuda.current_device())
+    for name, before in BEFORE.items():
+        case = grid[name]
+        yield case, "before", before
+        yield case, "after", choose_config(case.spec, case.batch, case.max_len, device)
+
+
+def main() -> int:
+    if "--compile" in sys.argv:
+        from kgen.arch import resolve_arch
+        from kgen.tune.sweep import compile_space
+
+        pairs = [(case.spec, config) for case, _, config in variants()]
+        compile_space(pairs, resolve_arch("native").name)
+        return 0
+    for case, label, config in variants():
+        w = make_workload(case.spec, case.seq_lens, seed=1)
+        kernel = build(case.spec, config, "native")
+        out, lse = w.poisoned_outputs()
+        kernel(*w.args(), out=out, lse=lse)
+        torch.cuda.synchronize()
+        print(f"{case.name} {label}: {config.short_name()} splits={config.kv_splits}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
