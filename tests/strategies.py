@@ -64,12 +64,14 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
 
 @st.composite
 def configs(draw, spec: Spec, arch: Arch, computes=("fma", "mma")):
-    """A Config that plan accepts for spec on arch."""
+    """A Config that plan accepts for spec on arch, within its register file by the estimate."""
     config = draw(raw_configs(spec, computes))
     try:
-        plan(spec, config, arch)
+        layout = plan(spec, config, arch)
     except ConfigError:
         assume(False)
+    # Past the register file the sweep skips a config (it would spill): slow to compile, no use.
+    assume(layout.registers_estimate <= arch.max_regs_per_thread)
     return config
 
 

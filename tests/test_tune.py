@@ -14,7 +14,7 @@ from kgen import __version__
 from kgen.arch import ARCHS
 from kgen.mla import Config, Spec, plan
 from kgen.mla.heuristic import default_config
-from kgen.tune.db import TuningDB, bucket
+from kgen.tune.db import TuningDB, bucket, code_stamp, staleness
 from kgen.tune.space import Axes, Case, enumerate_configs, load_grid, prune, split_candidates
 from kgen.tune.sweep import SweepOptions, run_sweep
 from kgen.tune.worker import TrialCrashed
@@ -70,6 +70,12 @@ def test_default_config_is_valid_for_every_grid_case(case, arch):
     config = default_config(case.spec, case.batch, case.max_len, ARCHS[arch], sm_count=132)
     plan(case.spec, config, ARCHS[arch])
     assert config.kv_splits >= 1
+    assert config.compute == ("fma" if case.spec.dtype == "float32" else "mma")
+    if arch == "sm_120":  # what every sm_120 card runs today: it must fit and not spill
+        from kgen.mla import build
+
+        res = build(case.spec, config, arch).resources
+        assert res.smem <= ARCHS[arch].smem_per_block and res.spills == 0, res.summary()
 
 
 def test_bucket():
@@ -97,6 +103,49 @@ def test_database_keys_and_staleness(tmp_path):
     (tmp_path / "t.json").write_text(json.dumps(data))
     assert db.lookup("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.0").stale
     assert entry["kgen"] != __version__
+    entry["kgen"] = __version__
+    entry["code"] = "0" * 16  # measured with other templates or layout models
+    (tmp_path / "t.json").write_text(json.dumps(data))
+    found = db.lookup("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.0")
+    assert found.stale and found.config is None and "kernel code" in staleness(found.entry)
+    entry["code"] = code_stamp()
+    (tmp_path / "t.json").write_text(json.dumps(data))
+    assert db.lookup("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.0").config == config
+
+
+def test_code_stamp_follows_the_templates(tmp_path, monkeypatch):
+    import shutil
+
+    from kgen import render
+
+    copy = tmp_path / "templates"
+    shutil.copytree(render.template_dir(), copy)
+    monkeypatch.setattr(render, "template_dir", lambda: copy)
+    code_stamp.cache_clear()
+    before = code_stamp()
+    (copy / "mla" / "mma" / "attention.cuh").write_text("// edited\n")
+    code_stamp.cache_clear()
+    assert code_stamp() != before
+    code_stamp.cache_clear()
+
+
+def test_shipped_tuning_is_current_and_fits_sm120():
+    """Every shipped entry matches today's kernel code, and its config compiles for sm_120
+    within its shared memory and without spills."""
+    from kgen.arch import ARCHS
+    from kgen.mla import build
+    from kgen.tune.db import SHIPPED
+
+    entries = TuningDB(SHIPPED).entries()
+    assert entries
+    for entry in entries.values():
+        assert staleness(entry) is None, staleness(entry)
+        config = Config.from_dict(entry["config"])
+        if config.compute != "mma":
+            continue
+        kernel = build(Spec.from_dict(entry["spec"]), config, "sm_120")
+        res = kernel.resources
+        assert res.smem <= ARCHS["sm_120"].smem_per_block and res.spills == 0, res.summary()
 
 
 class StubExecutor:

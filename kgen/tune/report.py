@@ -21,6 +21,11 @@ COLUMNS = [
     "smem",
     "spills",
     "occupancy",
+    "sass_hmma",
+    "sass_ldsm",
+    "sass_ldgsts",
+    "sass_ldg",
+    "sass_spill",
     "status",
     "median_us",
     "p10_us",
@@ -62,20 +67,27 @@ def rows(report: dict) -> list[dict]:
         dtype = case["spec"]["dtype"]
         trials = case.get("trials")
         source = trials if trials is not None else case["variants"]
+        compiled = {_compiled_key(v["config"]): v for v in case["variants"]}
         for r in source:
             res = r.get("resources", r)
+            sass = compiled.get(_compiled_key(r["config"]), {})
             flat.append(
                 {
                     "case": case["name"],
                     "kind": r.get("kind", "variant"),
                     **r["config"],
                     **{k: res.get(k) for k in ("registers", "smem", "spills", "occupancy")},
+                    **{k: v for k, v in sass.items() if k.startswith("sass_")},
                     "status": r["status"],
                     **{k: r.get(k) for k in ("median_us", "p10_us", "p90_us", "error")},
                     **figures(r, dtype, ceilings),
                 }
             )
     return flat
+
+
+def _compiled_key(config: dict) -> tuple:
+    return tuple(sorted((k, v) for k, v in config.items() if k != "kv_splits"))
 
 
 def write_csv(report: dict, path: Path) -> None:
@@ -86,11 +98,13 @@ def write_csv(report: dict, path: Path) -> None:
 
 
 def config_name(c: dict, splits: bool = True) -> str:
-    """hb8 s16 v8 st2 w4 n32: heads_per_block, kv_splits, vec_width, stages, warps, block_n."""
+    """hb8 s16 v8 st2 w4 n32 [mma c4]: heads_per_block, kv_splits, vec_width, stages, warps,
+    block_n [, tensor-core path with col_groups]."""
     split = f" s{c['kv_splits']}" if splits else ""
+    mma = f" mma c{c['col_groups']}" if c.get("compute") == "mma" else ""
     return (
         f"hb{c['heads_per_block']}{split} v{c['vec_width']} st{c['smem_stages']} "
-        f"w{c['num_warps']} n{c['block_n']}"
+        f"w{c['num_warps']} n{c['block_n']}{mma}"
     )
 
 
@@ -105,21 +119,33 @@ def summary_table(report: dict) -> str:
     lines = []
     ceilings = report["meta"].get("ceilings")
     if not ceilings:
+        sass = ("hmma", "ldsm", "ldgsts", "ldg", "spill")
         lines.append(
-            f"{'case':24s} {'config':30s} {'regs':>4s} {'smem':>7s} {'spill':>5s} {'occ':>5s}"
+            f"{'case':24s} {'config':36s} {'regs':>4s} {'smem':>7s} {'spill':>5s} {'occ':>5s} "
+            + " ".join(f"{name.upper():>6s}" for name in sass)
         )
+        have_sass = False
         for case in report["cases"]:
             for v in sorted(case["variants"], key=lambda v: -(v.get("occupancy") or 0)):
                 c = v["config"]
                 name = config_name(c, splits=False)
+                have_sass |= "sass_hmma" in v
                 lines.append(
-                    f"{case['name']:24s} {name:30s} {_fmt(v.get('registers')):>4s} "
+                    f"{case['name']:24s} {name:36s} {_fmt(v.get('registers')):>4s} "
                     f"{_fmt(v.get('smem')):>7s} {_fmt(v.get('spills')):>5s} "
-                    f"{_fmt(v.get('occupancy'), '.0%'):>5s}"
+                    f"{_fmt(v.get('occupancy'), '.0%'):>5s} "
+                    + " ".join(f"{_fmt(v.get('sass_' + n)):>6s}" for n in sass)
                 )
+            soft = sum(r["reason"].startswith("soft: ") for r in case["refused"])
             lines.append(
                 f"{case['name']:24s} ({len(case['variants'])} compiled, "
-                f"{len(case['refused'])} refused before compiling)"
+                f"{len(case['refused'])} refused before compiling: {soft} soft, "
+                f"{len(case['refused']) - soft} hard)"
+            )
+        if not have_sass:
+            lines.append(
+                "SASS instruction mix skipped: cuobjdump not found "
+                '(pip install "kgen[sass]", i.e. nvidia-cuda-cuobjdump + nvidia-cuda-nvdisasm)'
             )
         return "\n".join(lines)
     lines.append(

@@ -25,23 +25,30 @@ from kgen.tune.worker import TrialCrashed
 
 
 def _compile(spec: Spec, config: Config, arch: str) -> dict:
-    """Build one variant (in a pool process); its resource figures or the compile error."""
+    """Build one variant (in a pool process): its resource figures and SASS instruction mix, or
+    the compile error."""
+    from kgen.sass import instruction_mix
+
     try:
         kernel = build(spec, config, arch)
+        row = {"status": "compiled", "compute": config.compute}
+        mix = instruction_mix(kernel.cubin, "mla_attention")
+        if mix is not None:
+            row.update({f"sass_{name}": count for name, count in mix.items()})
         usage = kernel.binary.usage.get("mla_attention")
         if usage is None:
-            return {"status": "compiled"}
+            return row
         r = kernel.resources
         return {
-            "status": "compiled",
+            **row,
             "registers": r.registers,
             "smem": r.smem,
             "spills": r.spills,
             "occupancy": r.occupancy.fraction,
             "warps_per_sm": r.occupancy.warps_per_sm,
             "limiter": r.occupancy.limiter,
-            "compute": config.compute,
-            "q_source": getattr(kernel.layout, "q_source", "shared"),
+            "q_source": getattr(kernel.layout, "q_source", None)
+            or ("registers" if kernel.layout.q_in_registers else "shared"),
         }
     except CompileError as err:
         return {"status": "compile error", "detail": err.log[-2000:]}
