@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 
 FLUSH_BYTES = 256 << 20  # over 4x the H200's 60 MB L2
+HOST_COVER_CYCLES = 1_000_000  # ~0.5 ms of GPU spin: longer than one call's host cost
 
 
 @dataclass(frozen=True)
@@ -33,12 +34,16 @@ class Timer:
         self.flush_buffer = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=device)
 
     def flushed(self, fn: Callable[[], object], reps: int = 30, warmup: int = 3) -> Timing:
-        """Median of `reps` launches of fn, each after overwriting L2, timed with CUDA events."""
+        """Median of `reps` launches of fn, each after overwriting L2, timed with CUDA events
+        (the GPU time of fn's launches: the host's time to issue them is hidden)."""
         for _ in range(warmup):
             fn()
         times = []
         for _ in range(reps):
             self.flush_buffer.zero_()
+            # Keep the GPU busy while the host prepares the launch, so the events time the GPU's
+            # work, not the Python call's host cost (timed apart: bench/host_overhead.py).
+            torch.cuda._sleep(HOST_COVER_CYCLES)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             fn()

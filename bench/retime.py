@@ -1,0 +1,55 @@
+"""Re-time each grid case's shipped config, the heuristic default and plain torch with the
+flushed timer (GPU time; the host's call cost hidden behind a spin kernel) and from a CUDA graph,
+after checking each against the float64 oracle. Prints one table row per case; JSON to argv[1].
+
+    PYTHONPATH=. python3 bench/retime.py results.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from kgen.arch import resolve_arch  # noqa: E402
+from kgen.mla.heuristic import default_config  # noqa: E402
+from kgen.tune.choose import choose_config  # noqa: E402
+from kgen.tune.space import load_grid  # noqa: E402
+from kgen.tune.trials import Trials  # noqa: E402
+
+
+def main() -> int:
+    trials = Trials()
+    _, sms = trials.gpu()
+    arch = resolve_arch("native")
+    out = {"ceilings": trials.ceilings(), "cases": []}
+    for case in load_grid(Path(__file__).parent / "grid.json"):
+        tuned = choose_config(case.spec, case.batch, case.max_len, trials.device)
+        default = default_config(case.spec, case.batch, case.max_len, arch, sms)
+        row = {"case": case.name}
+        for label, config in (("tuned", tuned), ("default", default)):
+            (r,) = trials.variant(case, config, [config.kv_splits], seed=3, reps=20)
+            if r["status"] == "ok":
+                r["graph"] = trials.graph(case, config, seed=4)
+            row[label] = r
+        row["torch"] = trials.baseline(case, seed=5, reps=10)
+        out["cases"].append(row)
+        t, d, b = row["tuned"], row["default"], row["torch"]
+        print(
+            f"{case.name:24s} {t['status']} {t.get('median_us', 0):8.1f} "
+            f"graph {t.get('graph', {}).get('median_us', 0):8.1f}  default "
+            f"{d.get('median_us', 0):8.1f}  torch {b.get('median_us', 0):8.1f}  "
+            f"{tuned.short_name()} s{tuned.kv_splits}",
+            flush=True,
+        )
+        torch.cuda.empty_cache()
+    Path(sys.argv[1] if len(sys.argv) > 1 else "retime.json").write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
