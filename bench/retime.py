@@ -19,6 +19,7 @@ from kgen.arch import resolve_arch  # noqa: E402
 from kgen.mla.heuristic import default_config  # noqa: E402
 from kgen.tune.choose import choose_config  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
+from kgen.tune.sweep import compile_space  # noqa: E402
 from kgen.tune.trials import Trials  # noqa: E402
 
 
@@ -27,9 +28,13 @@ def main() -> int:
     _, sms = trials.gpu()
     arch = resolve_arch("native")
     out = {"ceilings": trials.ceilings(), "cases": []}
+    chosen = []
     for case in load_grid(Path(__file__).parent / "grid.json"):
         tuned = choose_config(case.spec, case.batch, case.max_len, trials.device)
         default = default_config(case.spec, case.batch, case.max_len, arch, sms)
+        chosen.append((case, tuned, default))
+    compile_space([(c.spec, x) for c, t, d in chosen for x in (t, d)], arch.name)
+    for case, tuned, default in chosen:
         row = {"case": case.name}
         for label, config in (("tuned", tuned), ("default", default)):
             (r,) = trials.variant(case, config, [config.kv_splits], seed=3, reps=20)
