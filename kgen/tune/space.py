@@ -16,7 +16,7 @@ from kgen.mla.heuristic import widest_vec
 # cp.async pipelines of two and three tiles.
 STAGE_TILES = ((0, 2), (0, 4), (1, 16), (2, 16), (2, 32), (3, 16))
 # The tensor-core path: cp.async pipelines of 16- to 64-position tiles.
-MMA_STAGE_TILES = ((2, 16), (3, 16), (4, 16), (2, 32), (3, 32), (2, 64))
+MMA_STAGE_TILES = ((3, 16), (4, 16), (5, 16), (2, 32))
 FIT_ARCHS = ("sm_120",)  # what a sweep tunes must also fit the target (99 KB of shared memory)
 
 

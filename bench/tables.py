@@ -1,0 +1,120 @@
+"""Markdown tables for bench/RESULTS.md: the H200 figures of bench/retime.py's JSON, and the sm_120
+resources (compiled here, no GPU) of each grid case's shipped and default configs.
+
+    python3 bench/tables.py bench/results/h200-2026-11-30/retime.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kgen.arch import ARCHS  # noqa: E402
+from kgen.mla import Config, build  # noqa: E402
+from kgen.mla.heuristic import default_config  # noqa: E402
+from kgen.sass import instruction_mix  # noqa: E402
+from kgen.tune.db import SHIPPED, TuningDB, bucket, entry_key  # noqa: E402
+from kgen.tune.report import MMA_SYNC_TFLOPS, config_name  # noqa: E402
+from kgen.tune.space import load_grid  # noqa: E402
+
+GRID = load_grid(Path(__file__).parent / "grid.json")
+TARGETS = {  # the issue's targets, µs
+    "kimi-tp8-decode-long": 20,
+    "kimi-tp8-decode-batch": 48,
+    "dsv3-tp8-decode-batch": 90,
+    "dsv3-tp8-decode-long": 170,
+    "dsv3-tp8-decode-wide": 92,
+    "kimi-tp1-decode": 20,
+    "kimi-tp1-decode-64k": 30,
+    "kimi-tp1-batch": 30,
+    "dsv3-tp1-batch": 45,
+    "kimi-tp8-verify-tree": 22,
+    "kimi-tp8-verify-batch": 30,
+    "kimi-tp1-verify-tree": 100,
+    "seed-fp32-verify": 450,
+    "page1-decode": 55,
+}
+FLASHINFER = {  # FlashInfer FA2 MLA on the same H200 and timing (the issue's table), µs
+    "kimi-tp8-decode-long": 43.5,
+    "kimi-tp8-decode-batch": 93,
+    "dsv3-tp8-decode-batch": 169,
+    "dsv3-tp8-decode-long": 294,
+    "dsv3-tp8-decode-wide": 179,
+    "kimi-tp1-decode": 45.7,
+    "kimi-tp1-decode-64k": 80,
+    "kimi-tp1-batch": 62,
+    "dsv3-tp1-batch": 92,
+    "kimi-tp8-verify-tree": 47,
+    "kimi-tp8-verify-batch": 62,
+    "kimi-tp1-verify-tree": 158,
+    "page1-decode": 98,
+}
+
+
+def h200_table(path: Path) -> str:
+    data = json.loads(path.read_text())
+    read = data["ceilings"]["read_gbs"]
+    lines = [
+        "| case | target µs | kgen µs (graph) | x target | config | KV GB/s | TFLOP/s | % floor "
+        "| default µs | torch µs | FlashInfer µs | kgen / FlashInfer |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    ratios = []
+    for row in data["cases"]:
+        name, t = row["case"], row["tuned"]
+        dtype = next(c.spec.dtype for c in GRID if c.name == name)
+        peak = data["ceilings"]["fp32_tflops"] if dtype == "float32" else MMA_SYNC_TFLOPS
+        us = t["median_us"]
+        floor = max(t["bytes"] / read / 1e3, t["flops"] / peak / 1e6)
+        fi = FLASHINFER.get(name)
+        if fi:
+            ratios.append(us / fi)
+        lines.append(
+            f"| {name} | {TARGETS[name]} | {us:.1f} ({t['graph']['median_us']:.1f}) | "
+            f"{us / TARGETS[name]:.1f} | {config_name(t['config'])} | "
+            f"{t['kv_bytes'] / us / 1e3:.0f} | {t['flops'] / us / 1e6:.1f} | "
+            f"{100 * floor / us:.0f} | {row['default']['median_us']:.1f} | "
+            f"{row['torch']['median_us']:.1f} | {fi or '—'} | "
+            f"{f'{us / fi:.2f}' if fi else '—'} |"
+        )
+    mean = 1.0
+    for r in ratios:
+        mean *= r ** (1 / len(ratios))
+    lines.append(f"\nGeometric mean of kgen / FlashInfer over the 16-bit cases: {mean:.2f}.")
+    return "\n".join(lines)
+
+
+def sm120_table() -> str:
+    arch = ARCHS["sm_120"]
+    shipped = TuningDB(SHIPPED).entries()
+    lines = [
+        "| case | which | config | regs | smem B | spills B | warps/SM | HMMA | LDSM | LDGSTS "
+        "| LDG |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for case in GRID:
+        key = entry_key("NVIDIA H200", "sm_90", case.spec, bucket(case.batch, case.max_len))
+        tuned = shipped.get(key)
+        configs = [("default", default_config(case.spec, case.batch, case.max_len, arch, 188))]
+        if tuned:
+            configs.insert(0, ("H200-tuned", Config.from_dict(tuned["config"])))
+        for which, config in configs:
+            kernel = build(case.spec, config, arch)
+            r = kernel.resources
+            mix = instruction_mix(kernel.cubin, "mla_attention") or {}
+            lines.append(
+                f"| {case.name} | {which} | {config_name(config.to_dict())} | {r.registers} | "
+                f"{r.smem} | {r.spills} | {r.occupancy.warps_per_sm} | "
+                + " | ".join(str(mix.get(k, "—")) for k in ("hmma", "ldsm", "ldgsts", "ldg"))
+                + " |"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(h200_table(Path(sys.argv[1])))
+    print()
+    print(sm120_table())
