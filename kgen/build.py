@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import sys
 import threading
 import warnings
 from dataclasses import dataclass
+
+import filelock
 
 from kgen import __version__, env
 from kgen.arch import Arch, resolve_arch
@@ -20,6 +24,13 @@ class CacheMissError(RuntimeError):
     """KGEN_NO_COMPILE=1 is set and a kernel is not in the cache."""
 
 
+class CacheLockTimeout(RuntimeError):
+    """Another process held a kernel's build lock for longer than KGEN_LOCK_TIMEOUT."""
+
+
+LOCK_NOTICE_S = 5.0  # after this long waiting for a lock, say what is being waited for
+
+
 @dataclass(frozen=True)
 class Binary:
     """A compiled Program: its cubin for one arch and what ptxas said about each kernel."""
@@ -30,15 +41,22 @@ class Binary:
     cubin: bytes
     log: str
     usage: dict[str, FunctionUsage]
-    origin: str  # "compiled" | "disk" | "memory"
+    origin: str  # "compiled" | "disk" (the in-process memo returns the Binary it first made)
 
     @property
     def stem(self) -> str:
         return f"{self.program.name}_{self.key[:12]}"
 
 
+def compile_options() -> tuple[str, ...]:
+    """DEFAULT_OPTIONS, plus -lineinfo under KGEN_LINEINFO=1 (source lines for profilers; NVRTC
+    then writes the working directory into the cubin, so the key includes it)."""
+    return DEFAULT_OPTIONS + (("-lineinfo",) if env.lineinfo() else ())
+
+
 def cache_key(source: str, arch: str, options: tuple[str, ...]) -> str:
-    """Everything that changes the binary: source, arch, options, NVRTC, headers, kgen."""
+    """Everything that changes the binary: source, arch, options, NVRTC, headers, kgen (and,
+    with -lineinfo, the working directory NVRTC records)."""
     parts = {
         "source": source,
         "arch": arch,
@@ -47,6 +65,8 @@ def cache_key(source: str, arch: str, options: tuple[str, ...]) -> str:
         "cuda_headers": headers_version(),
         "kgen": __version__,
     }
+    if "-lineinfo" in options:
+        parts["cwd"] = os.getcwd()
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
@@ -55,10 +75,11 @@ _memo_lock = threading.Lock()
 
 
 def build_program(
-    program: Program, arch: str | Arch = "sm_120", options: tuple[str, ...] = DEFAULT_OPTIONS
+    program: Program, arch: str | Arch = "sm_120", options: tuple[str, ...] | None = None
 ) -> Binary:
     """The cubin of `program` for `arch`: from memory, from disk, or compiled (and stored)."""
     arch = resolve_arch(arch)
+    options = compile_options() if options is None else options
     key = cache_key(program.source, arch.name, options)
     with _memo_lock:
         if key in _memo:
@@ -74,7 +95,7 @@ def _build_uncached(program: Program, arch: Arch, options: tuple[str, ...], key:
     if dump := env.dump_dir():
         dump.mkdir(parents=True, exist_ok=True)
         (dump / f"{stem}.cu").write_text(program.source)
-    cache = None if env.cache_disabled() else DiskCache(env.cache_dir())
+    cache = None if env.cache_disabled() else DiskCache(env.cache_dir(), check=entry_problem)
     if cache is not None:
         entry = _try(cache, "read", lambda: cache.load(stem, key))
         if entry is not None:
@@ -119,10 +140,29 @@ def _try(cache: DiskCache, what: str, action):
 
 
 def _acquire_lock(cache: DiskCache, stem: str):
+    """The entry's build lock, waited for up to KGEN_LOCK_TIMEOUT seconds (saying what it waits
+    for after a few); None when the cache cannot be locked (then kgen compiles in memory)."""
     try:
         lock = cache.lock(stem)
-        lock.acquire()
-        return lock
+        try:
+            lock.acquire(timeout=LOCK_NOTICE_S)
+            return lock
+        except filelock.Timeout:
+            limit = env.lock_timeout()
+            print(
+                f"kgen: waiting for {lock.lock_file}: another process is building {stem} "
+                f"(giving up after {limit:g} s; KGEN_LOCK_TIMEOUT sets that)",
+                file=sys.stderr,
+            )
+            try:
+                lock.acquire(timeout=max(0.0, limit - LOCK_NOTICE_S))
+            except filelock.Timeout:
+                raise CacheLockTimeout(
+                    f"waited {limit:g} s for {lock.lock_file}, held by another process building "
+                    f"{stem}; if no kgen process is running, that process was stopped: remove "
+                    "the lock file, or set KGEN_LOCK_TIMEOUT"
+                ) from None
+            return lock
     except OSError as exc:
         _warn_unusable(cache, "lock", exc)
         return None
@@ -152,6 +192,25 @@ def _metadata(binary: Binary, options: tuple[str, ...]) -> dict:
     }
 
 
-def _from_entry(program: Program, arch: Arch, key: str, meta: dict, cubin: bytes) -> Binary:
+def _parse_entry(meta: dict) -> tuple[dict[str, FunctionUsage], str]:
+    """The usage and log of an entry's metadata; KeyError/TypeError/ValueError when malformed."""
     usage = {name: FunctionUsage(**u) for name, u in meta["usage"].items()}
-    return Binary(program, arch, key, cubin, meta["log"], usage, origin="disk")
+    log = meta["log"]
+    if not isinstance(log, str):
+        raise TypeError(f"log is {type(log).__name__}, not str")
+    return usage, log
+
+
+def entry_problem(meta: dict, cubin: bytes) -> str:
+    """What stops an entry's metadata becoming a Binary, or "" (DiskCache's check, so `verify`
+    rejects exactly what build would)."""
+    try:
+        _parse_entry(meta)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return f"metadata does not parse: {type(exc).__name__}: {exc}"
+    return ""
+
+
+def _from_entry(program: Program, arch: Arch, key: str, meta: dict, cubin: bytes) -> Binary:
+    usage, log = _parse_entry(meta)
+    return Binary(program, arch, key, cubin, log, usage, origin="disk")

@@ -6,26 +6,44 @@ import argparse
 import sys
 
 from kgen import env
-from kgen.cache import DiskCache
+from kgen.cache import CacheDirError, DiskCache
 
 
 def _cache(args) -> int:
-    cache = DiskCache(env.cache_dir())
-    if args.action == "ls":
-        entries = cache.status()
+    from kgen.build import entry_problem
+
+    cache = DiskCache(env.cache_dir(), check=entry_problem)
+    try:
+        return _cache_action(cache, args.action)
+    except CacheDirError as exc:
+        print(f"kgen cache {args.action}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _cache_action(cache: DiskCache, action: str) -> int:
+    if action == "clear":
+        print(f"removed {cache.clear()} entries from {cache.folder} (lock files kept)")
+        return 0
+    entries, strays = cache.status(), cache.stray_temps()
+    if action == "ls":
         for e in entries:
-            print(f"{e.size:>10,d}  {e.stem}{'' if e.ok else '  DAMAGED: ' + e.problem}")
+            note = "" if e.state == "ok" else f"  {e.state.upper()}: {e.problem}"
+            print(f"{e.size:>10,d}  {e.stem}{note}")
         total = sum(e.size for e in entries)
-        print(f"{len(entries)} entries, {total:,d} bytes in {cache.root}")
-        return 0
-    if args.action == "clear":
-        print(f"removed {cache.clear()} entries from {cache.root}")
-        return 0
-    bad = [e for e in cache.status() if not e.ok]
-    for e in bad:
-        print(f"DAMAGED {e.stem}: {e.problem}")
-    print(f"{len(cache.stems()) - len(bad)} entries ok, {len(bad)} damaged in {cache.root}")
-    return 1 if bad else 0
+        print(f"{len(entries)} entries, {total:,d} bytes in {cache.folder}")
+    else:
+        for e in entries:
+            if e.state == "damaged":
+                print(f"DAMAGED {e.stem}: {e.problem}")
+        counts = {state: sum(e.state == state for e in entries) for state in ("ok", "damaged")}
+        incomplete = len(entries) - counts["ok"] - counts["damaged"]
+        print(
+            f"{counts['ok']} entries ok, {counts['damaged']} damaged, {incomplete} incomplete "
+            f"(being written, or left by a crash) in {cache.folder}"
+        )
+    for path in strays:
+        print(f"stray temp file (left by a crashed writer; clear removes it): {path.name}")
+    return 1 if action == "verify" and any(e.state == "damaged" for e in entries) else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,9 @@ from pathlib import Path
 
 from cuda.bindings import nvrtc
 
-DEFAULT_OPTIONS: tuple[str, ...] = ("-std=c++17", "-default-device", "-lineinfo")
+# No -lineinfo by default: NVRTC writes the working directory into the cubin with it, and the same
+# kernel must give the same bytes wherever it is built (KGEN_LINEINFO=1 adds it: kgen.build).
+DEFAULT_OPTIONS: tuple[str, ...] = ("-std=c++17", "-default-device")
 
 
 class CompileError(RuntimeError):

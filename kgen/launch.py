@@ -39,9 +39,25 @@ def check(result, what: str):
     return rest[0] if len(rest) == 1 else tuple(rest)
 
 
+class NoGPUError(RuntimeError):
+    """No CUDA driver or GPU on this machine, and something needs one."""
+
+
 @functools.cache
 def _init() -> None:
-    check(driver.cuInit(0), "cuInit")
+    try:
+        result = driver.cuInit(0)
+    except Exception as exc:  # noqa: BLE001 - no driver library: cuda.bindings cannot even load it
+        raise NoGPUError(
+            f"no CUDA driver found ({type(exc).__name__}: {exc}); arch='native' and running "
+            "kernels need a GPU (build with an explicit arch, e.g. arch='sm_120', without one)"
+        ) from None
+    if result[0] != driver.CUresult.CUDA_SUCCESS:
+        _, name = driver.cuGetErrorName(result[0])
+        raise NoGPUError(
+            f"cuInit failed ({name.decode() if name else result[0]}): no usable GPU; "
+            "arch='native' and running kernels need one (build with an explicit arch without one)"
+        )
 
 
 def _current_device() -> int:

@@ -72,10 +72,10 @@ def test_entry_files_are_readable_and_checksummed(fresh_cache):
     binary = build_program(axpy_program(), "sm_120")
     stem = binary.stem
     assert stem.startswith("axpy_") and len(stem) == len("axpy_") + 12
-    meta = json.loads((fresh_cache / f"{stem}.json").read_text())
+    meta = json.loads((fresh_cache / "kernels" / f"{stem}.json").read_text())
     assert meta["checksum"] == hashlib.sha256(binary.cubin).hexdigest()
     assert meta["arch"] == "sm_120" and meta["program"] == {"items": 2}
-    assert (fresh_cache / f"{stem}.cu").read_text() == binary.program.source
+    assert (fresh_cache / "kernels" / f"{stem}.cu").read_text() == binary.program.source
     assert "axpy" in meta["usage"]
 
 
@@ -87,10 +87,13 @@ def test_memo_then_disk_then_compile(fresh_cache, monkeypatch):
     assert build_program(axpy_program(), "sm_120").origin == "disk"
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage-json", "delete-cubin"])
+@pytest.mark.parametrize(
+    "damage", ["truncate", "flip", "garbage-json", "delete-cubin", "wrong-fields", "usage-field"]
+)
 def test_damaged_entry_is_rebuilt_with_a_warning(fresh_cache, monkeypatch, damage):
     binary = build_program(axpy_program(), "sm_120")
-    cubin, meta = fresh_cache / f"{binary.stem}.cubin", fresh_cache / f"{binary.stem}.json"
+    folder = fresh_cache / "kernels"
+    cubin, meta = folder / f"{binary.stem}.cubin", folder / f"{binary.stem}.json"
     if damage == "truncate":
         cubin.write_bytes(binary.cubin[: len(binary.cubin) // 2])
     elif damage == "flip":
@@ -99,6 +102,14 @@ def test_damaged_entry_is_rebuilt_with_a_warning(fresh_cache, monkeypatch, damag
         cubin.write_bytes(bytes(data))
     elif damage == "garbage-json":
         meta.write_text("{not json")
+    elif damage in ("wrong-fields", "usage-field"):  # valid JSON, checksum intact, fields wrong
+        data = json.loads(meta.read_text())
+        if damage == "wrong-fields":
+            del data["usage"]
+        else:  # what a FunctionUsage that gained a field under the same version would meet
+            for usage in data["usage"].values():
+                usage["new_field"] = 1
+        meta.write_text(json.dumps(data))
     else:
         cubin.unlink()
     monkeypatch.setattr(kgen.build, "_memo", {})
@@ -179,7 +190,7 @@ def test_cache_cli_ls_verify_clear(fresh_cache):
     listing = cli("ls")
     assert listing.returncode == 0 and binary.stem in listing.stdout
     assert cli("verify").returncode == 0
-    (fresh_cache / f"{binary.stem}.cubin").write_bytes(b"\x7fELF broken")
+    (fresh_cache / "kernels" / f"{binary.stem}.cubin").write_bytes(b"\x7fELF broken")
     bad = cli("verify")
     assert bad.returncode == 1 and "checksum" in bad.stdout
     cleared = cli("clear")
