@@ -31,7 +31,7 @@ def _divisors_descending(n: int) -> list[int]:
     return sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True)
 
 
-def _mma_candidates(spec: Spec, arch: Arch):
+def _mma_candidates(spec: Spec):
     """From the H200 sweep (bench/RESULTS.md): up to two m16 tiles of rows per block (the most
     heads that give at most 32 rows); one row group of 4 warps per m16 tile, each warp with a
     quarter of the output columns and its q fragments in registers; then the deepest pipeline of
@@ -74,7 +74,7 @@ def _fma_candidates(spec: Spec, arch: Arch):
 
 
 def _first_fitting(spec: Spec, arch: Arch, compute: str):
-    candidates = _mma_candidates(spec, arch) if compute == "mma" else _fma_candidates(spec, arch)
+    candidates = _mma_candidates(spec) if compute == "mma" else _fma_candidates(spec, arch)
     limit = MMA_REGISTER_TARGET if compute == "mma" else arch.max_regs_per_thread
     fallback = None
     for config in candidates:
