@@ -174,28 +174,29 @@ def test_full_disk_degrades_to_memory(fresh_cache, monkeypatch):
     assert binary.origin == "compiled"
 
 
+def cli(cache: Path, *args, **env) -> subprocess.CompletedProcess:
+    """`kgen cache ARGS` in a fresh process on cache dir `cache`."""
+    environment = {**os.environ, "KGEN_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT), **env}
+    return subprocess.run(
+        [sys.executable, "-m", "kgen", "cache", *args],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def test_cache_cli_ls_verify_clear(fresh_cache):
     binary = build_program(axpy_program(), "sm_120")
-    env = {**os.environ, "KGEN_CACHE_DIR": str(fresh_cache), "PYTHONPATH": str(ROOT)}
-
-    def cli(*args):
-        return subprocess.run(
-            [sys.executable, "-m", "kgen", "cache", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-
-    listing = cli("ls")
+    listing = cli(fresh_cache, "ls")
     assert listing.returncode == 0 and binary.stem in listing.stdout
-    assert cli("verify").returncode == 0
+    assert cli(fresh_cache, "verify").returncode == 0
     (fresh_cache / "kernels" / f"{binary.stem}.cubin").write_bytes(b"\x7fELF broken")
-    bad = cli("verify")
+    bad = cli(fresh_cache, "verify")
     assert bad.returncode == 1 and "checksum" in bad.stdout
-    cleared = cli("clear")
+    cleared = cli(fresh_cache, "clear")
     assert cleared.returncode == 0 and "1" in cleared.stdout
     assert DiskCache(fresh_cache).stems() == []
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert cli("ls").returncode == 0
+        assert cli(fresh_cache, "ls").returncode == 0

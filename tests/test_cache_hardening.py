@@ -4,8 +4,6 @@ wherever they are built, locks cannot hang silently, and the CLI never shows a t
 import json
 import os
 import stat
-import subprocess
-import sys
 import threading
 import time
 import warnings
@@ -19,19 +17,9 @@ from kgen.build import CacheLockTimeout, build_program
 from kgen.cache import FILE_MODE, CacheDirError, CacheWarning, DiskCache
 
 from .axpy import axpy_program
+from .test_cache import cli
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def cli(cache: Path, *args, **env):
-    environment = {**os.environ, "KGEN_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT), **env}
-    return subprocess.run(
-        [sys.executable, "-m", "kgen", "cache", *args],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_clear_ls_verify_touch_only_the_caches_own_files(fresh_cache):
