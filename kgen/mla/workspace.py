@@ -2,7 +2,13 @@
 
 Partials come from torch's caching allocator per call (graph-capturable). The counters must be
 zero when a launch starts; every launch leaves them zero again, so one zeroed buffer per
-(device, stream) serves every kernel launched on that stream, one launch after another.
+(device, stream) serves every kernel launched on that stream, one launch after another. A buffer
+outgrown by a larger launch is kept alive, not freed: a CUDA graph may have captured its address.
+
+Known limit (issue 3/4's subject): a buffer first allocated while a stream is being captured is
+zeroed by a memset inside that graph only; a second graph captured on the same stream before the
+first is ever replayed would start from uninitialised counters. Run a call eagerly on the capture
+stream first, or replay the first graph once.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import math
 import threading
 
 _counters: dict[tuple[int, int], object] = {}
+_outgrown: list[object] = []  # never freed: captured graphs may still point at them
 _lock = threading.Lock()
 
 
@@ -38,6 +45,8 @@ def counters(device, stream: int, count: int):
     with _lock:
         buf = _counters.get(key)
         if buf is None or buf.numel() < count:
+            if buf is not None:
+                _outgrown.append(buf)
             buf = torch.zeros(max(count, 1024), dtype=torch.int32, device=device)
             _counters[key] = buf
         return buf
