@@ -2,6 +2,7 @@
 sm_90; invalid ones are refused before compiling, with the field and the reason."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -100,6 +101,26 @@ def monkeypatch_module():
 def test_refusals_name_field_and_reason(spec, config, field, reason):
     with pytest.raises(ConfigError, match=rf"Config\.{field}=.*{reason}"):
         plan(spec, config, ARCHS["sm_120"])
+
+
+def test_readme_mma_example_builds_for_sm120():
+    config = Config(
+        heads_per_block=8,
+        kv_splits=16,
+        vec_width=8,
+        smem_stages=3,
+        num_warps=8,
+        block_n=16,
+        compute="mma",
+        col_groups=4,
+    )
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert (
+        "smem_stages=3, num_warps=8, block_n=16" in readme
+        and 'compute="mma", col_groups=4' in readme
+    )
+    res = build(INTERFACE_SPEC, config, "sm_120").resources
+    assert res.spills == 0 and res.smem <= ARCHS["sm_120"].smem_per_block
 
 
 def test_a_register_estimate_is_no_refusal():
