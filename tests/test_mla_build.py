@@ -1,6 +1,7 @@
 """MLA variants without a GPU: every sampled valid config renders and compiles for sm_120 and
 sm_90; invalid ones are refused before compiling, with the field and the reason."""
 
+import contextlib
 from dataclasses import replace
 from pathlib import Path
 
@@ -47,26 +48,25 @@ def test_valid_configs_compile_for_sm120_and_sm90(data):
 
 @settings(max_examples=200)
 @given(data=st.data())
-def test_invalid_configs_are_refused_before_compiling(data, monkeypatch_module):
+def test_invalid_configs_are_refused_before_compiling(data):
     spec = data.draw(specs(max_q_len=64), label="spec")
     config = data.draw(raw_configs(spec), label="config")
     try:
         plan(spec, config, ARCHS["sm_120"])
     except ConfigError as err:
         assert str(err).startswith("Config.")
-        with pytest.raises(ConfigError):
-            build(spec, config, arch="sm_120")  # the compiler is disabled: refused first
+        with compiler_disabled(), pytest.raises(ConfigError):
+            build(spec, config, arch="sm_120")  # refused before the compiler is reached
 
 
-@pytest.fixture(scope="module")
-def monkeypatch_module():
+@contextlib.contextmanager
+def compiler_disabled():
     def no_compiling(*args, **kwargs):
         raise AssertionError("an invalid config reached the compiler")
 
-    patch = pytest.MonkeyPatch()
-    patch.setattr(kgen.build, "compile_cubin", no_compiling)
-    yield
-    patch.undo()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kgen.build, "compile_cubin", no_compiling)
+        yield
 
 
 @pytest.mark.parametrize(
