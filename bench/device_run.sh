@@ -5,6 +5,7 @@ set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
+python3 bench/diagnose.py > "$out/diagnose.txt" 2>&1  # NVRTC version, library and ptxas report
 tests=${1:-300}; sweep=${2:-280}; shift 2 || true
 if [ "$tests" -gt 0 ]; then
   timeout "$tests" python3 -m pytest -m gpu -v -n 14 -p no:cacheprovider --maxfail=40 -rfE \
