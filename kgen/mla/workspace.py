@@ -26,15 +26,21 @@ def combine_fanin(splits: int) -> int:
     return max(1, math.isqrt(splits - 1) + 1) if splits > 1 else 1
 
 
+def combine_groups(splits: int) -> int:
+    """Groups of fanin splits (templates/mla/combine.cuh's combine_groups)."""
+    return -(-splits // combine_fanin(splits))
+
+
 def workspace_slots(splits: int) -> int:
-    """Partial slots per (sequence, head group): one per split, plus one per group of fanin."""
-    groups = -(-splits // combine_fanin(splits))
+    """Partial slots per (sequence, head group): one per split, plus one per group when there are
+    several groups."""
+    groups = combine_groups(splits)
     return splits + groups if groups > 1 else splits
 
 
 def counter_count(batch: int, head_groups: int, splits: int) -> int:
-    groups = -(-splits // combine_fanin(splits))
-    return batch * head_groups * (groups + 1)
+    """Arrival counters: one per group and one for the groups, per (sequence, head group)."""
+    return batch * head_groups * (combine_groups(splits) + 1)
 
 
 def counters(device, stream: int, count: int):

@@ -87,7 +87,11 @@ def rows(report: dict) -> list[dict]:
 
 
 def _compiled_key(config: dict) -> tuple:
-    return tuple(sorted((k, v) for k, v in config.items() if k != "kv_splits"))
+    """What identifies a compiled variant: its Config without the launch-time kv_splits."""
+    from kgen.mla import Config
+    from kgen.mla.program import compiled_fields
+
+    return tuple(sorted(compiled_fields(Config.from_dict(config)).items()))
 
 
 def write_csv(report: dict, path: Path) -> None:

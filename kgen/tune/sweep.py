@@ -252,7 +252,11 @@ def _time_cases(
                         "date": report["meta"]["date"],
                     },
                     trials=[
-                        [_compiled_name(r["config"]), r["config"]["kv_splits"], r["median_us"]]
+                        [
+                            Config.from_dict(r["config"]).short_name(),
+                            r["config"]["kv_splits"],
+                            r["median_us"],
+                        ]
                         for r in entry["trials"]
                         if r["status"] == "ok"
                     ],
@@ -260,10 +264,6 @@ def _time_cases(
             entry["seconds"] = time.time() - started
     finally:
         executor.close()
-
-
-def _compiled_name(config: dict) -> str:
-    return Config.from_dict(config).short_name()
 
 
 def _summarise(case: Case, entry: dict, progress: Progress, default: Config) -> None:
