@@ -50,6 +50,7 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
             block_n=draw(st.sampled_from([16, 32, 48, 64])),
             compute="mma",
             col_groups=draw(st.sampled_from([c for c in (1, 2, 4, 8) if c <= warps])),
+            min_blocks=draw(st.sampled_from([0, 1, 2])),
         )
     stages = draw(st.integers(0, 3))
     return Config(

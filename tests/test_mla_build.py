@@ -96,6 +96,9 @@ def compiler_disabled():
         (Spec(heads=8), replace(MMA, num_warps=8, col_groups=2), "col_groups", "row groups"),
         (Spec(heads=64), replace(MMA, heads_per_block=64), "heads_per_block", "101376"),
         (Spec(heads=8, latent_dim=40, rope_dim=8), MMA, "compute", "multiples of 16"),
+        (Spec(heads=8), replace(MMA, block_n=48), "block_n", "divide the 128 threads"),
+        (Spec(heads=8), replace(MMA, min_blocks=13), "min_blocks", "1536 threads per SM"),
+        (Spec(heads=8), Config(min_blocks=1), "min_blocks", "'mma' only"),
     ],
 )
 def test_refusals_name_field_and_reason(spec, config, field, reason):

@@ -50,6 +50,7 @@ def _mma_candidates(spec: Spec):
                 block_n=16,
                 compute="mma",
                 col_groups=4,
+                min_blocks=1,  # registers as needed: no spills (ptxas's own cap spills here)
             )
 
 

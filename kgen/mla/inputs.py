@@ -93,6 +93,12 @@ def check_inputs(spec: Spec, vec: int, q, kv_cache, block_table, seq_lens, mask)
     check_vector_rows("kv_cache", kv_cache, vec, spec.elem_bytes)
     if kv_cache.shape[0] > INT32_MAX:
         _fail("kv_cache", f"at most {INT32_MAX} pages", f"{kv_cache.shape[0]}")
+    if kv_cache.stride(1) * spec.page_size > INT32_MAX:  # offsets inside a page are 32-bit
+        _fail(
+            "kv_cache",
+            f"a row stride of at most {INT32_MAX // spec.page_size} elements",
+            f"{kv_cache.stride(1)}",
+        )
 
     _tensor("block_table", block_table, device, torch.int32, 2)
     if block_table.shape[0] != batch:

@@ -88,6 +88,8 @@ def plan(spec: Spec, config: Config, arch: Arch):
 def plan_fma(spec: Spec, config: Config, arch: Arch) -> Layout:
     refuse = refuser(spec, config, arch)
     vec, esize = config.vec_width, spec.elem_bytes
+    if config.min_blocks:
+        refuse("min_blocks", "applies to compute='mma' only; the FMA path takes 0")
     if spec.heads % config.heads_per_block:
         refuse("heads_per_block", f"must divide heads={spec.heads}")
     if vec * esize > MAX_LOAD_BYTES:

@@ -78,6 +78,14 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     threads = config.num_warps * 32
     if threads > arch.max_threads_per_block:
         refuse("num_warps", f"{threads} threads exceed {arch.max_threads_per_block} per block")
+    if config.min_blocks * threads > arch.max_threads_per_sm:
+        refuse(
+            "min_blocks",
+            f"{config.min_blocks} blocks of {threads} threads exceed {arch.name}'s "
+            f"{arch.max_threads_per_sm} threads per SM",
+        )
+    if threads % config.block_n:
+        refuse("block_n", f"must divide the {threads} threads (each position is copied by as many)")
     cols = config.col_groups
     if config.num_warps % cols:
         refuse("col_groups", f"must divide num_warps={config.num_warps}")

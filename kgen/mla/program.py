@@ -93,6 +93,7 @@ def template_values(spec: Spec, config: Config, layout: Layout | MMALayout) -> d
         return {
             **values,
             "col_groups": layout.col_groups,
+            "min_blocks": config.min_blocks,
             "q_in_registers": layout.q_in_registers,
             "smem_bytes": layout.main_smem,
         }

@@ -79,6 +79,9 @@ class Config(Params):
       and cp.async, float16/bfloat16 only).
     col_groups: mma only: warps that share a block's rows and split the 512 output columns (and
       the 576 head dims of q.k) between them; the other num_warps / col_groups warps split rows.
+    min_blocks: mma only: blocks per SM the kernel's registers must allow (the minimum of
+      __launch_bounds__). 0 leaves it to ptxas, which may cap registers for occupancy and spill;
+      1 gives each thread the registers the code needs; N > 1 caps them at 1/N of the register file.
     """
 
     heads_per_block: int = 1
@@ -89,6 +92,7 @@ class Config(Params):
     block_n: int = 32
     compute: str = "fma"
     col_groups: int = 4
+    min_blocks: int = 0
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
@@ -105,10 +109,13 @@ class Config(Params):
         self._require_int("block_n", 1, 256)
         self._require_choice("compute", COMPUTES)
         self._require_int("col_groups", 1, 32)
+        self._require_int("min_blocks", 0, 32)
 
     def short_name(self) -> str:
         name = (
             f"hb{self.heads_per_block}_v{self.vec_width}_st{self.smem_stages}"
             f"_w{self.num_warps}_n{self.block_n}"
         )
-        return f"{name}_mma_c{self.col_groups}" if self.compute == "mma" else name
+        if self.compute == "fma":
+            return name
+        return f"{name}_mma_c{self.col_groups}" + (f"_mb{self.min_blocks}" if self.min_blocks else "")

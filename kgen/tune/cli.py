@@ -38,6 +38,13 @@ def add_sweep_parser(commands) -> None:
     )
     p.add_argument("--col-groups", type=int, nargs="+", default=[2, 4, 8], help="mma axis values")
     p.add_argument(
+        "--min-blocks",
+        type=int,
+        nargs="+",
+        default=[0, 1],
+        help="mma axis values: blocks per SM the registers must allow (0: ptxas decides)",
+    )
+    p.add_argument(
         "--mma-tiles",
         nargs="+",
         default=None,
@@ -92,6 +99,7 @@ def _run(args) -> int:
         vec_width=tuple(args.vec_width) if args.vec_width else None,
         computes=tuple(args.compute),
         col_groups=tuple(args.col_groups),
+        min_blocks=tuple(args.min_blocks),
         **({"mma_stage_tiles": _tiles(args.mma_tiles)} if args.mma_tiles else {}),
     )
     options = SweepOptions(

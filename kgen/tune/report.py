@@ -17,6 +17,7 @@ COLUMNS = [
     "block_n",
     "compute",
     "col_groups",
+    "min_blocks",
     "registers",
     "smem",
     "spills",
@@ -102,10 +103,12 @@ def write_csv(report: dict, path: Path) -> None:
 
 
 def config_name(c: dict, splits: bool = True) -> str:
-    """hb8 s16 v8 st2 w4 n32 [mma c4]: heads_per_block, kv_splits, vec_width, stages, warps,
-    block_n [, tensor-core path with col_groups]."""
+    """hb8 s16 v8 st2 w4 n32 [mma c4 [mb1]]: heads_per_block, kv_splits, vec_width, stages,
+    warps, block_n [, tensor-core path with col_groups [and min_blocks]]."""
     split = f" s{c['kv_splits']}" if splits else ""
-    mma = f" mma c{c['col_groups']}" if c.get("compute") == "mma" else ""
+    mma = ""
+    if c.get("compute") == "mma":
+        mma = f" mma c{c['col_groups']}" + (f" mb{c['min_blocks']}" if c.get("min_blocks") else "")
     return (
         f"hb{c['heads_per_block']}{split} v{c['vec_width']} st{c['smem_stages']} "
         f"w{c['num_warps']} n{c['block_n']}{mma}"

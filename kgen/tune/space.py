@@ -31,6 +31,7 @@ class Axes:
     computes: tuple[str, ...] = ("fma", "mma")
     mma_stage_tiles: tuple[tuple[int, int], ...] = MMA_STAGE_TILES
     col_groups: tuple[int, ...] = (2, 4, 8)
+    min_blocks: tuple[int, ...] = (0, 1)
 
 
 @dataclass(frozen=True)
@@ -103,12 +104,14 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                 block_n=n,
                 compute="mma",
                 col_groups=c,
+                min_blocks=b,
             )
             for h in hpbs
             for w in axes.num_warps
             for c in axes.col_groups
             if c <= w
             for st, n in axes.mma_stage_tiles
+            for b in axes.min_blocks
         ]
     return configs
 

@@ -54,21 +54,34 @@ static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 64, "BLOCK_N: a multiple of 16, at
 static_assert(STAGES >= 2, "the mma path pipelines KV tiles with cp.async");
 static_assert(MAIN_SMEM == SMEM_BYTES, "shared-memory layout differs from kgen.mla.mma_layout");
 
-// Issue one KV tile [start, start + BLOCK_N) into shared memory; positions past `end` read zeros.
-// When pages hold whole tiles, a tile is one page: one block-table read per thread, not per chunk.
-__device__ __forceinline__ void load_tile(const Params& p, int b, int start, int end, T* tile) {
-  constexpr int ITEMS = (BLOCK_N * CHUNKS + NUM_THREADS - 1) / NUM_THREADS;
-  constexpr bool ONE_PAGE = PAGE_SIZE % BLOCK_N == 0;
-  const T* page = ONE_PAGE ? kv_row(p, b, start) : p.kv;  // start is a multiple of BLOCK_N
+// This thread's share of every KV tile: position LOAD_POS (one row, so one block-table entry) and
+// its 16-byte chunks LOAD_CHUNK + j * LOAD_THREADS_PER_ROW, at immediate offsets from one address.
+constexpr int LOAD_THREADS_PER_ROW = NUM_THREADS / BLOCK_N;
+constexpr int LOAD_ITEMS = (CHUNKS + LOAD_THREADS_PER_ROW - 1) / LOAD_THREADS_PER_ROW;
+static_assert(NUM_THREADS % BLOCK_N == 0, "every position of a tile is copied by the same number of threads");
+
+__device__ __forceinline__ int load_pos() { return threadIdx.x / LOAD_THREADS_PER_ROW; }
+
+// The page holding this thread's position of the tile at `start` (0 past `end`). Read a tile ahead
+// of the copy that uses it, so no copy waits on the block table.
+__device__ __forceinline__ int fetch_page(const Params& p, int b, int start, int end) {
+  const int n = start + load_pos();
+  return n < end ? __ldg(p.block_table + b * p.bt_sb + n / PAGE_SIZE) : 0;
+}
+
+// Issue the copy of KV tile [start, start + BLOCK_N) into shared memory; positions past `end` read
+// zeros (their source address, in page `page`, is never read). Offsets inside a page are 32-bit
+// (kgen.mla.inputs checks the row stride).
+__device__ __forceinline__ void load_tile(const Params& p, int start, int end, int page, T* tile) {
+  const int pos = load_pos(), chunk = threadIdx.x % LOAD_THREADS_PER_ROW;
+  const int row_in_page = (start + pos) % PAGE_SIZE;
+  const T* src = p.kv + page * p.kv_sp + (row_in_page * static_cast<int>(p.kv_sr) + chunk * 8);
+  T* dst = tile + pos * ROW_ELEMS + chunk * 8;
+  const int bytes = start + pos < end ? 16 : 0;
 #pragma unroll
-  for (int it = 0; it < ITEMS; ++it) {
-    const int idx = threadIdx.x + it * NUM_THREADS;
-    if (BLOCK_N * CHUNKS % NUM_THREADS == 0 || idx < BLOCK_N * CHUNKS) {
-      const int pos = idx / CHUNKS, c = idx % CHUNKS;
-      const bool inside = start + pos < end;
-      const T* row = ONE_PAGE ? page + pos * p.kv_sr : kv_row(p, b, inside ? start + pos : start);
-      kgen::cp_async_zfill(tile + pos * ROW_ELEMS + c * 8, inside ? row + c * 8 : p.kv, inside ? 16 : 0);
-    }
+  for (int j = 0; j < LOAD_ITEMS; ++j) {
+    if (CHUNKS % LOAD_THREADS_PER_ROW == 0 || chunk + j * LOAD_THREADS_PER_ROW < CHUNKS)
+      kgen::cp_async_zfill(dst + j * LOAD_THREADS_PER_ROW * 8, src + j * LOAD_THREADS_PER_ROW * 8, bytes);
   }
 }
 
@@ -95,7 +108,7 @@ __device__ __forceinline__ bool scan_drafts(const T* tile, int lo, int count, un
 
 }  // namespace mla
 
-extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_attention(const mla::Params p) {
+extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_attention(const mla::Params p) {
   using namespace mla;
   extern __shared__ __align__(16) unsigned char smem[];
   T* q_s = reinterpret_cast<T*>(smem);
@@ -154,18 +167,25 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_attention(con
 
   const int prefix = range.prefix, begin = range.begin, end = range.end;
   const int num_tiles = (end - begin + BLOCK_N - 1) / BLOCK_N;
+  {
+    int first[STAGES - 1];  // the prologue's block-table reads all in flight at once
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < num_tiles) load_tile(p, b, begin + s * BLOCK_N, end, tiles + s * TILE_ELEMS);
-    kgen::cp_async_commit();
+    for (int s = 0; s < STAGES - 1; ++s) first[s] = fetch_page(p, b, begin + s * BLOCK_N, end);
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < num_tiles) load_tile(p, begin + s * BLOCK_N, end, first[s], tiles + s * TILE_ELEMS);
+      kgen::cp_async_commit();
+    }
   }
+  int page = fetch_page(p, b, begin + (STAGES - 1) * BLOCK_N, end);  // of the next tile to copy
 
   for (int it = 0; it < num_tiles; ++it) {
     kgen::cp_async_wait<STAGES - 2>();
     __syncthreads();  // tile `it` landed for all; tile it - 1's buffer and the scores are free
     const int next = it + STAGES - 1;
-    if (next < num_tiles) load_tile(p, b, begin + next * BLOCK_N, end, tiles + (next % STAGES) * TILE_ELEMS);
+    if (next < num_tiles) load_tile(p, begin + next * BLOCK_N, end, page, tiles + (next % STAGES) * TILE_ELEMS);
     kgen::cp_async_commit();
+    page = fetch_page(p, b, begin + (next + 1) * BLOCK_N, end);  // used an iteration from now
     const T* tile = tiles + (it % STAGES) * TILE_ELEMS;
     const int start = begin + it * BLOCK_N, count = min(BLOCK_N, end - start);
 
@@ -232,11 +252,11 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_attention(con
         for (int j = 0; j < N_TILES; ++j)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            float2 sum = make_float2(0.f, 0.f);
+            const float* partial = scores + frag_row(rg, i, h, g) * S_STRIDE + 8 * j + 2 * qd;
+            float2 sum = *reinterpret_cast<const float2*>(partial);
 #pragma unroll
-            for (int c = 0; c < COL_GROUPS; ++c) {
-              const float2 v = *reinterpret_cast<const float2*>(
-                  scores + c * (M_TILES * 16 * S_STRIDE) + frag_row(rg, i, h, g) * S_STRIDE + 8 * j + 2 * qd);
+            for (int c = 1; c < COL_GROUPS; ++c) {
+              const float2 v = *reinterpret_cast<const float2*>(partial + c * (M_TILES * 16 * S_STRIDE));
               sum.x += v.x;
               sum.y += v.y;
             }
