@@ -118,4 +118,5 @@ class Config(Params):
         )
         if self.compute == "fma":
             return name
-        return f"{name}_mma_c{self.col_groups}" + (f"_mb{self.min_blocks}" if self.min_blocks else "")
+        blocks = f"_mb{self.min_blocks}" if self.min_blocks else ""
+        return f"{name}_mma_c{self.col_groups}{blocks}"
