@@ -18,6 +18,7 @@ MMA_MAX_M_TILES = 2  # rows per block the tensor-core default amortises a KV til
 MMA_REGISTER_TARGET = 200
 MIN_TILES_PER_SPLIT = 2
 MMA_MIN_SPLIT_POSITIONS = 128  # shorter splits cost more in pipeline fill and combine than they add
+FEW_BLOCKS_PER_SM = 8  # under 1/8 block per SM before splitting: 8-warp blocks win (batch 1)
 
 
 def widest_vec(spec: Spec) -> int:
@@ -31,26 +32,35 @@ def _divisors_descending(n: int) -> list[int]:
     return sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True)
 
 
-def _mma_candidates(spec: Spec):
-    """From the H200 sweep (bench/RESULTS.md): up to two m16 tiles of rows per block (the most
-    heads that give at most 32 rows); one row group of 4 warps per m16 tile, each warp with a
-    quarter of the output columns and its q fragments in registers; then the deepest pipeline of
-    16-position tiles that still lets two blocks share an SM (more blocks beat deeper stages)."""
+def _mma_candidates(spec: Spec, batch: int, sm_count: int):
+    """From the H200 sweep (bench/RESULTS.md, 2026-11-30): up to two m16 tiles of rows per block
+    (the most heads that give at most 32 rows). Two tiles: 8 warps, 2 row groups x 4 column
+    groups, 32-position tiles two deep. One tile: 4 warps with a quarter of the output columns
+    each, 16-position tiles three deep; but when there are few blocks before splitting (batch 1),
+    8 warps with an eighth each and 32-position tiles (more warps per block).
+    Shallower pipelines follow, so that two blocks can share an SM where shared memory is short
+    (sm_120: 100 KB per SM). Registers as needed (min_blocks 1): no spills."""
     for hpb in _divisors_descending(spec.heads):
         m_tiles = math.ceil(spec.q_len * hpb / 16)
         if m_tiles > MMA_MAX_M_TILES:
             continue
-        warps = 4 * m_tiles
-        for stages in (3, 2):
+        few_blocks = batch * (spec.heads // hpb) * FEW_BLOCKS_PER_SM < sm_count
+        if m_tiles == 2:
+            shapes = [(8, 4, 2, 32), (8, 4, 3, 16), (8, 4, 2, 16)]
+        elif few_blocks:
+            shapes = [(8, 8, 2, 32), (8, 8, 3, 16), (4, 4, 2, 16)]
+        else:
+            shapes = [(4, 4, 3, 16), (4, 4, 2, 16)]
+        for warps, cols, stages, block_n in shapes:
             yield Config(
                 heads_per_block=hpb,
                 vec_width=16 // spec.elem_bytes,
                 smem_stages=stages,
                 num_warps=warps,
-                block_n=16,
+                block_n=block_n,
                 compute="mma",
-                col_groups=4,
-                min_blocks=1,  # registers as needed: no spills (ptxas's own cap spills here)
+                col_groups=cols,
+                min_blocks=1,
             )
 
 
@@ -74,8 +84,10 @@ def _fma_candidates(spec: Spec, arch: Arch):
         )
 
 
-def _first_fitting(spec: Spec, arch: Arch, compute: str):
-    candidates = _mma_candidates(spec) if compute == "mma" else _fma_candidates(spec, arch)
+def _first_fitting(spec: Spec, arch: Arch, compute: str, batch: int, sm_count: int):
+    candidates = (
+        _mma_candidates(spec, batch, sm_count) if compute == "mma" else _fma_candidates(spec, arch)
+    )
     limit = MMA_REGISTER_TARGET if compute == "mma" else arch.max_regs_per_thread
     fallback = None
     for config in candidates:
@@ -97,7 +109,7 @@ def default_config(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_coun
     occupancy the layout allows."""
     computes = ("fma",) if spec.dtype == "float32" else ("mma", "fma")
     for compute in computes:
-        found = _first_fitting(spec, arch, compute)
+        found = _first_fitting(spec, arch, compute, batch, sm_count)
         if found is not None:
             config, layout = found
             break
