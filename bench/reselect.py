@@ -28,7 +28,8 @@ def config_of(row: dict) -> Config:
 
 
 def main() -> int:
-    rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["status"] == "ok"]
+    with open(sys.argv[1]) as f:
+        rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
     path = Path(sys.argv[2])
     db = json.loads(path.read_text())
     for entry in db["entries"].values():
