@@ -55,7 +55,7 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
         Config(heads_per_block=2, kv_splits=5, vec_width=8, smem_stages=2, num_warps=8, block_n=16),
     ),
     # The tensor-core path: dtypes, masks, page sizes 1/16/64, splits 1..64 (one- and two-level
-    # combine), stages 2..5, q in registers and in shared memory, 1..8 column groups.
+    # combine), stages 2..5, q in registers and in shared memory, 1..8 column groups, q.K ahead.
     *(
         (Spec(heads=h, q_len=t, dtype=d, page_size=ps, mask=m), Config(**c, compute=MMA))
         for h, t, d, ps, m, c in [
@@ -191,9 +191,67 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     heads_per_block=3,
                     kv_splits=1,
                     smem_stages=2,
-                    block_n=48,
+                    block_n=32,
                     num_warps=1,
                     col_groups=1,
+                ),
+            ),
+            # q.K ahead (one barrier per tile, double-buffered partial scores), min_blocks set
+            (
+                8,
+                4,
+                "bfloat16",
+                64,
+                "causal",
+                dict(
+                    heads_per_block=8,
+                    kv_splits=3,
+                    smem_stages=4,
+                    block_n=16,
+                    num_warps=8,
+                    col_groups=4,
+                    qk_ahead=1,
+                    min_blocks=1,
+                ),
+            ),
+            (
+                16,
+                1,
+                "bfloat16",
+                1,
+                "none",
+                dict(heads_per_block=16, kv_splits=64, smem_stages=3, block_n=16, qk_ahead=1),
+            ),
+            (
+                4,
+                6,
+                "float16",
+                16,
+                "tree",
+                dict(
+                    heads_per_block=4,
+                    kv_splits=1,
+                    smem_stages=3,
+                    block_n=16,
+                    col_groups=2,
+                    qk_ahead=1,
+                ),
+            ),
+            (
+                8,
+                16,
+                "bfloat16",
+                64,
+                "tree",
+                dict(
+                    heads_per_block=2,
+                    kv_splits=2,
+                    smem_stages=3,
+                    block_n=32,
+                    num_warps=8,
+                    col_groups=4,
+                    qk_ahead=1,
+                    min_blocks=1,
                 ),
             ),
         ]

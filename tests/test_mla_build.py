@@ -99,6 +99,8 @@ def compiler_disabled():
         (Spec(heads=8), replace(MMA, block_n=48), "block_n", "divide the 128 threads"),
         (Spec(heads=8), replace(MMA, min_blocks=13), "min_blocks", "1536 threads per SM"),
         (Spec(heads=8), Config(min_blocks=1), "min_blocks", "'mma' only"),
+        (Spec(heads=8), Config(qk_ahead=1), "qk_ahead", "'mma' only"),
+        (Spec(heads=8), replace(MMA, qk_ahead=1), "smem_stages", "at least 3 stages"),
     ],
 )
 def test_refusals_name_field_and_reason(spec, config, field, reason):

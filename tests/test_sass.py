@@ -21,7 +21,8 @@ def test_opcodes_are_read_past_predicates_and_modifiers():
 @pytest.mark.skipif(cuobjdump() is None, reason='needs cuobjdump: pip install "kgen[sass]"')
 def test_tensor_core_path_uses_mma_ldmatrix_and_cp_async_and_fma_path_does_not():
     spec = Spec(heads=16)
-    mma = build(spec, Config(heads_per_block=16, block_n=16, smem_stages=3, compute="mma"))
+    config = Config(heads_per_block=16, block_n=16, smem_stages=3, compute="mma", min_blocks=1)
+    mma = build(spec, config)
     fma = build(spec, Config(heads_per_block=16, block_n=16, smem_stages=3))
     got = instruction_mix(mma.cubin, "mla_attention")
     assert got["hmma"] > 0 and got["ldsm"] > 0 and got["ldgsts"] > 0 and got["spill"] == 0

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -42,8 +43,8 @@ def test_enumeration_and_pruning_agree_with_plan():
     fma = [c for c in configs if c.compute == "fma"]
     mma = [c for c in configs if c.compute == "mma"]
     assert len(fma) == 5 * 2 * 6  # divisors of 16 x warps x (stages, block_n)
-    # divisors x (warps, col_groups <= warps) x tiles x min_blocks
-    assert len(mma) == 5 * (2 + 3) * 4 * 2
+    # divisors x (warps, col_groups <= warps) x (tiles, q.K ahead where 3+ stages) x min_blocks
+    assert len(mma) == 5 * (2 + 3) * (3 * 2 + 1) * 2
     pruned = prune(spec, configs, ARCHS["sm_120"])
     assert pruned.kept and pruned.refused
     assert {c.compute for c in pruned.kept} == {"fma", "mma"}
@@ -109,25 +110,40 @@ def test_database_keys_and_staleness(tmp_path):
     (tmp_path / "t.json").write_text(json.dumps(data))
     found = db.lookup("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.0")
     assert found.stale and found.config is None and "kernel code" in staleness(found.entry)
-    entry["code"] = code_stamp()
+    entry["code"] = code_stamp(spec, config, "sm_90")
     (tmp_path / "t.json").write_text(json.dumps(data))
     assert db.lookup("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.0").config == config
 
 
-def test_code_stamp_follows_the_templates(tmp_path, monkeypatch):
+def test_code_stamp_follows_the_generated_source(tmp_path, monkeypatch):
+    """An entry goes stale exactly when its own variant's source changes: editing the tensor-core
+    header changes an mma variant's stamp, not an FMA variant's; kv_splits changes neither."""
     import shutil
 
     from kgen import render
+    from kgen.tune import db
 
+    spec = Spec(heads=8)
+    mma = Config(heads_per_block=8, compute="mma", smem_stages=3, block_n=16)
+    fma = Config(heads_per_block=8)
     copy = tmp_path / "templates"
     shutil.copytree(render.template_dir(), copy)
     monkeypatch.setattr(render, "template_dir", lambda: copy)
-    code_stamp.cache_clear()
-    before = code_stamp()
-    (copy / "mla" / "mma" / "attention.cuh").write_text("// edited\n")
-    code_stamp.cache_clear()
-    assert code_stamp() != before
-    code_stamp.cache_clear()
+    render.environment.cache_clear()
+    db._source_stamp.cache_clear()
+    before = {c: code_stamp(spec, c, "sm_90") for c in (mma, fma)}
+    assert len(set(before.values())) == 2 and "refused" not in before.values()
+    assert code_stamp(spec, replace(mma, kv_splits=7), "sm_90") == before[mma]
+    path = copy / "mla" / "mma" / "attention.cuh"
+    path.write_text(path.read_text() + "// edited\n")
+    render.environment.cache_clear()
+    db._source_stamp.cache_clear()
+    assert code_stamp(spec, mma, "sm_90") != before[mma]
+    assert code_stamp(spec, fma, "sm_90") == before[fma]
+    assert code_stamp(spec, replace(mma, heads_per_block=3), "sm_90") == "refused"
+    monkeypatch.undo()
+    render.environment.cache_clear()
+    db._source_stamp.cache_clear()
 
 
 def test_shipped_tuning_is_current_and_fits_sm120():

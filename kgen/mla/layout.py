@@ -90,6 +90,8 @@ def plan_fma(spec: Spec, config: Config, arch: Arch) -> Layout:
     vec, esize = config.vec_width, spec.elem_bytes
     if config.min_blocks:
         refuse("min_blocks", "applies to compute='mma' only; the FMA path takes 0")
+    if config.qk_ahead:
+        refuse("qk_ahead", "applies to compute='mma' only; the FMA path takes 0")
     if spec.heads % config.heads_per_block:
         refuse("heads_per_block", f"must divide heads={spec.heads}")
     if vec * esize > MAX_LOAD_BYTES:

@@ -75,6 +75,11 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         refuse("block_n", f"'mma' takes a multiple of 16 up to {MAX_BLOCK_N}")
     if config.smem_stages < 2:
         refuse("smem_stages", "'mma' pipelines KV tiles with cp.async: at least 2 stages")
+    if config.qk_ahead and config.smem_stages < 3:
+        refuse(
+            "smem_stages",
+            "qk_ahead keeps tiles i and i + 1 resident while the next loads: at least 3 stages",
+        )
     threads = config.num_warps * 32
     if threads > arch.max_threads_per_block:
         refuse("num_warps", f"{threads} threads exceed {arch.max_threads_per_block} per block")
@@ -110,7 +115,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     q_bytes = 0 if q_in_registers else m_tiles * 16 * row_bytes
     stage_bytes = config.smem_stages * config.block_n * row_bytes
     s_stride = config.block_n + (24 - config.block_n % 16) % 16
-    score_bytes = cols * m_tiles * 16 * s_stride * 4
+    score_bytes = (2 if config.qk_ahead else 1) * cols * m_tiles * 16 * s_stride * 4
     smem = q_bytes + stage_bytes + score_bytes + 16
     if max(smem, COMBINE_SMEM) > arch.smem_per_block:
         refuse(
@@ -123,7 +128,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     n_tiles = config.block_n // 8
     registers = (
         warp_m * o_tiles * 4  # the output accumulator
-        + warp_m * n_tiles * 4  # scores
+        + (2 if config.qk_ahead else 1) * warp_m * n_tiles * 4  # scores (and the next tile's)
         + warp_m * (config.block_n // 16) * 4  # P fragments
         + (q_registers if q_in_registers else warp_m * 4)  # q fragments
         + 4  # K/V fragments

@@ -82,6 +82,8 @@ class Config(Params):
     min_blocks: mma only: blocks per SM the kernel's registers must allow (the minimum of
       __launch_bounds__). 0 leaves it to ptxas, which may cap registers for occupancy and spill;
       1 gives each thread the registers the code needs; N > 1 caps them at 1/N of the register file.
+    qk_ahead: mma only: 1 computes q.K of the next KV tile beside the softmax and P.V of this one
+      (independent work for each warp to overlap, one barrier per tile; needs smem_stages >= 3).
     """
 
     heads_per_block: int = 1
@@ -93,6 +95,7 @@ class Config(Params):
     compute: str = "fma"
     col_groups: int = 4
     min_blocks: int = 0
+    qk_ahead: int = 0
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
@@ -110,6 +113,7 @@ class Config(Params):
         self._require_choice("compute", COMPUTES)
         self._require_int("col_groups", 1, 32)
         self._require_int("min_blocks", 0, 32)
+        self._require_int("qk_ahead", 0, 1)
 
     def short_name(self) -> str:
         name = (
@@ -119,4 +123,5 @@ class Config(Params):
         if self.compute == "fma":
             return name
         blocks = f"_mb{self.min_blocks}" if self.min_blocks else ""
-        return f"{name}_mma_c{self.col_groups}{blocks}"
+        ahead = "_qa" if self.qk_ahead else ""
+        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}"

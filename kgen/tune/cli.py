@@ -45,6 +45,13 @@ def add_sweep_parser(commands) -> None:
         help="mma axis values: blocks per SM the registers must allow (0: ptxas decides)",
     )
     p.add_argument(
+        "--qk-ahead",
+        type=int,
+        nargs="+",
+        default=[0, 1],
+        help="mma axis values: 1 = q.K of the next tile beside softmax and P.V of this one",
+    )
+    p.add_argument(
         "--mma-tiles",
         nargs="+",
         default=None,
@@ -100,6 +107,7 @@ def _run(args) -> int:
         computes=tuple(args.compute),
         col_groups=tuple(args.col_groups),
         min_blocks=tuple(args.min_blocks),
+        qk_ahead=tuple(args.qk_ahead),
         **({"mma_stage_tiles": _tiles(args.mma_tiles)} if args.mma_tiles else {}),
     )
     options = SweepOptions(
@@ -144,13 +152,13 @@ def add_tune_parser(commands) -> None:
 
 
 def _tune(args) -> int:
-    from kgen.tune.db import SHIPPED, TuningDB, code_stamp, staleness
+    from kgen.tune.db import SHIPPED, TuningDB, staleness
 
     dbs = [TuningDB(args.db)] if args.db else [TuningDB.user(), TuningDB(SHIPPED)]
     stale = 0
     for db in dbs:
         entries = db.entries()
-        print(f"{db.path}: {len(entries)} entries (kernel code now {code_stamp()})")
+        print(f"{db.path}: {len(entries)} entries")
         for key, entry in entries.items():
             why = staleness(entry)
             stale += why is not None

@@ -1,10 +1,13 @@
 """The tuning database: the best config per (GPU, arch, spec, shape bucket), stamped with the kgen
-and NVRTC versions and a hash of the kernel code (templates and layout models) it was measured
-with, so results for other code are reported stale and never reused. Every timed trial of the
-case is kept beside the winner: the data the next heuristic is fitted from."""
+and NVRTC versions and a hash of the CUDA source kgen generates for that config (what the
+templates and layout models make of it), so a result measured with other kernel code is reported
+stale and never reused, while an edit elsewhere (another compute path, say) leaves it valid.
+Every timed trial of the case is kept beside the winner: the data the next heuristic is fitted
+from."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -19,23 +22,31 @@ from kgen import __version__, env
 from kgen.mla import Config, Spec
 
 SHIPPED = Path(__file__).resolve().parent.parent / "tuned" / "tuning.json"
-LAYOUT_MODELS = ("layout.py", "mma_layout.py", "program.py")  # kgen/mla: what shapes the code
 
 
-@functools.cache
-def code_stamp() -> str:
-    """A hash of everything that shapes the generated kernels: every template file and the
-    layout models that bind their values."""
-    from kgen.render import template_dir
+def code_stamp(spec: Spec, config: Config, arch: str) -> str:
+    """A hash of the CUDA source of this variant (kv_splits, a launch parameter, aside), or
+    "refused" when the layout model no longer accepts it for `arch`."""
+    return _source_stamp(spec, dataclasses.replace(config, kv_splits=1), arch)
 
-    digest = hashlib.sha256()
-    root = template_dir()
-    mla = Path(__file__).resolve().parent.parent / "mla"
-    files = sorted(p for p in root.rglob("*") if p.suffix in (".cuh", ".jinja"))
-    for path in [*files, *(mla / name for name in LAYOUT_MODELS)]:
-        name = path.relative_to(root) if path.is_relative_to(root) else path.name
-        digest.update(f"{name}\0".encode() + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+
+@functools.lru_cache(maxsize=4096)
+def _source_stamp(spec: Spec, config: Config, arch: str) -> str:
+    from kgen.arch import ARCHS
+    from kgen.mla.layout import ConfigError, plan
+    from kgen.mla.program import mla_program
+
+    try:
+        program = mla_program(spec, config, plan(spec, config, ARCHS[arch]))
+    except (ConfigError, KeyError):
+        return "refused"
+    return hashlib.sha256(program.source.encode()).hexdigest()[:16]
+
+
+def entry_stamp(entry: dict) -> str:
+    """The stamp today's code gives the entry's variant."""
+    spec, config = Spec.from_dict(entry["spec"]), Config.from_dict(entry["config"])
+    return code_stamp(spec, config, entry["arch"])
 
 
 def bucket(batch: int, max_len: int) -> str:
@@ -64,8 +75,9 @@ def staleness(entry: dict, nvrtc: str | None = None) -> str | None:
         return f"kgen {entry.get('kgen')} (now {__version__})"
     if nvrtc is not None and entry.get("nvrtc") != nvrtc:
         return f"NVRTC {entry.get('nvrtc')} (now {nvrtc})"
-    if entry.get("code") != code_stamp():
-        return f"kernel code {entry.get('code')} (now {code_stamp()})"
+    now = entry_stamp(entry)
+    if entry.get("code") != now:
+        return f"kernel code {entry.get('code')} (now {now})"
     return None
 
 
@@ -115,7 +127,7 @@ class TuningDB:
                 "bucket": shape_bucket,
                 "kgen": __version__,
                 "nvrtc": nvrtc,
-                "code": code_stamp(),
+                "code": code_stamp(spec, config, arch),
                 "config": config.to_dict(),
                 **figures,
                 **({"trials": trials} if trials is not None else {}),

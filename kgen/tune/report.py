@@ -18,6 +18,7 @@ COLUMNS = [
     "compute",
     "col_groups",
     "min_blocks",
+    "qk_ahead",
     "registers",
     "smem",
     "spills",
@@ -103,12 +104,13 @@ def write_csv(report: dict, path: Path) -> None:
 
 
 def config_name(c: dict, splits: bool = True) -> str:
-    """hb8 s16 v8 st2 w4 n32 [mma c4 [mb1]]: heads_per_block, kv_splits, vec_width, stages,
-    warps, block_n [, tensor-core path with col_groups [and min_blocks]]."""
+    """hb8 s16 v8 st2 w4 n32 [mma c4 [mb1] [qa]]: heads_per_block, kv_splits, vec_width, stages,
+    warps, block_n [, tensor-core path with col_groups [, min_blocks] [and q.K ahead]]."""
     split = f" s{c['kv_splits']}" if splits else ""
     mma = ""
     if c.get("compute") == "mma":
         mma = f" mma c{c['col_groups']}" + (f" mb{c['min_blocks']}" if c.get("min_blocks") else "")
+        mma += " qa" if c.get("qk_ahead") else ""
     return (
         f"hb{c['heads_per_block']}{split} v{c['vec_width']} st{c['smem_stages']} "
         f"w{c['num_warps']} n{c['block_n']}{mma}"

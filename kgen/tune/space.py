@@ -32,6 +32,7 @@ class Axes:
     mma_stage_tiles: tuple[tuple[int, int], ...] = MMA_STAGE_TILES
     col_groups: tuple[int, ...] = (2, 4, 8)
     min_blocks: tuple[int, ...] = (0, 1)
+    qk_ahead: tuple[int, ...] = (0, 1)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                 compute="mma",
                 col_groups=c,
                 min_blocks=b,
+                qk_ahead=a,
             )
             for h in hpbs
             for w in axes.num_warps
@@ -112,6 +114,8 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
             if c <= w
             for st, n in axes.mma_stage_tiles
             for b in axes.min_blocks
+            for a in axes.qk_ahead
+            if st >= 3 or not a
         ]
     return configs
 

@@ -14,6 +14,11 @@
 // [rows x 512] fp32 accumulator is split over the warps of a row group, and the running max is
 // raised only by more than RESCALE_THRESHOLD (log2 units), keeping p <= 256 and rescales rare.
 //
+// With QK_AHEAD, q.K^T of tile i + 1 is issued beside the softmax and P.V of tile i: the two are
+// independent, so the warp's tensor-core chain of one overlaps the other's shuffles and
+// exponentials, and a tile costs one barrier, not two (partial scores double-buffered; tiles i
+// and i + 1 stay resident while later ones load, hence STAGES >= 3).
+//
 // Tensor cores compute 0 * Inf = NaN, so a masked position whose V holds Inf or NaN would leak
 // into rows that must not see it. Prefix positions are seen by every row; the draft positions of
 // a tile are scanned, and any such position is folded in exactly with scalar FMAs and zeroed
@@ -42,9 +47,11 @@ constexpr float RESCALE_THRESHOLD = 8.0f;
 constexpr int Q_BYTES = Q_IN_REGISTERS ? 0 : M_TILES * 16 * ROW_ELEMS * 2;
 constexpr int TILE_ELEMS = BLOCK_N * ROW_ELEMS;
 constexpr int TILES_OFFSET = Q_BYTES;
+constexpr int SCORE_FLOATS = COL_GROUPS * M_TILES * 16 * S_STRIDE;  // one tile's partial scores
+constexpr int SCORE_BUFFERS = QK_AHEAD ? 2 : 1;
 constexpr int SCORES_OFFSET = TILES_OFFSET + STAGES * TILE_ELEMS * 2;
-constexpr int BAD_OFFSET = SCORES_OFFSET + COL_GROUPS * M_TILES * 16 * S_STRIDE * 4;
-constexpr int MAIN_SMEM = BAD_OFFSET + 16;
+constexpr int BAD_OFFSET = SCORES_OFFSET + SCORE_BUFFERS * SCORE_FLOATS * 4;
+constexpr int MAIN_SMEM = BAD_OFFSET + 16;  // two 64-bit masks of non-finite draft V rows
 
 static_assert(sizeof(T) == 2, "the mma path takes 16-bit q and KV");
 static_assert(HEAD_DIM % 16 == 0 && LATENT_DIM % 16 == 0, "head dims must be multiples of 16");
@@ -52,6 +59,7 @@ static_assert(NUM_WARPS % COL_GROUPS == 0 && M_TILES % ROW_GROUPS == 0, "warp gr
 static_assert(O_TILES % 2 == 0 && O_TILES * 8 * COL_GROUPS == LATENT_DIM, "column groups must split V in n16 pieces");
 static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 64, "BLOCK_N: a multiple of 16, at most 64");
 static_assert(STAGES >= 2, "the mma path pipelines KV tiles with cp.async");
+static_assert(!QK_AHEAD || STAGES >= 3, "q.K ahead keeps two tiles resident while the next loads");
 static_assert(MAIN_SMEM == SMEM_BYTES, "shared-memory layout differs from kgen.mla.mma_layout");
 
 // This thread's share of every KV tile: position LOAD_POS (one row, so one block-table entry) and
@@ -93,6 +101,23 @@ struct FragRows {
 
 __device__ __forceinline__ int frag_row(int rg, int i, int h, int g) { return (rg * WARP_M + i) * 16 + g + 8 * h; }
 
+// Where this thread sits: row group, column group, and its place in the mma fragments.
+struct Lane {
+  int rg, cg, lane, g, qd;
+  __device__ __forceinline__ Lane() {
+    const int warp = threadIdx.x / 32;
+    lane = threadIdx.x % 32;
+    g = lane / 4;
+    qd = lane % 4;
+    rg = warp / COL_GROUPS;
+    cg = warp % COL_GROUPS;
+  }
+};
+
+using QFrags = unsigned[Q_IN_REGISTERS ? WARP_M : 1][Q_IN_REGISTERS ? WARP_K : 1][4];
+using Accum = float[WARP_M][O_TILES][4];
+using PFrags = unsigned[WARP_M][PV_STEPS][4];
+
 // Draft positions of this tile whose V holds Inf or NaN (bit per position), found by all threads.
 __device__ __forceinline__ bool scan_drafts(const T* tile, int lo, int count, unsigned long long* bad) {
   bool found = false;
@@ -106,6 +131,211 @@ __device__ __forceinline__ bool scan_drafts(const T* tile, int lo, int count, un
   return found;
 }
 
+// The draft scan of the tile at `start`, when the mask has drafts and the tile holds some.
+__device__ __forceinline__ bool scan_tile(const T* tile, int start, int end, int prefix, unsigned long long* bad) {
+  if constexpr (MASK_KIND == MASK_NONE) return false;
+  const int lo = max(start, prefix) - start, count = min(BLOCK_N, end - start);
+  return lo < count && scan_drafts(tile, lo, count, bad);
+}
+
+// 1. This warp's partial scores of a tile (its share of the head dims) into `partials`.
+__device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, const T* q_s, float* partials, const Lane& ln) {
+  float acc[WARP_M][N_TILES][4];
+#pragma unroll
+  for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+    for (int j = 0; j < N_TILES; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < WARP_K; ++kk) {
+    const int ks = kk * COL_GROUPS + ln.cg;
+    if (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS) {
+      unsigned a[WARP_M][4];
+#pragma unroll
+      for (int i = 0; i < WARP_M; ++i) {
+        if constexpr (Q_IN_REGISTERS) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) a[i][e] = qf[i][kk][e];
+        } else {
+          kgen::ldmatrix_x4(a[i], q_s + ((ln.rg * WARP_M + i) * 16 + ln.lane % 16) * ROW_ELEMS + (2 * ks + ln.lane / 16) * 8);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < N_TILES; j += 2) {
+        unsigned k[4];
+        kgen::ldmatrix_x4(k, tile + (8 * j + ln.lane % 8 + (ln.lane / 16) * 8) * ROW_ELEMS + (2 * ks + (ln.lane / 8) % 2) * 8);
+#pragma unroll
+        for (int i = 0; i < WARP_M; ++i) {
+          Mma::mma(acc[i][j], a[i], k[0], k[1]);
+          Mma::mma(acc[i][j + 1], a[i], k[2], k[3]);
+        }
+      }
+    }
+  }
+  float* mine = partials + ln.cg * (M_TILES * 16 * S_STRIDE);
+#pragma unroll
+  for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+    for (int j = 0; j < N_TILES; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        *reinterpret_cast<float2*>(mine + frag_row(ln.rg, i, h, ln.g) * S_STRIDE + 8 * j + 2 * ln.qd) =
+            make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+}
+
+// Softmax state of this thread's rows: running max m (log2 units) and its share of the sum l.
+struct RowState {
+  float m[WARP_M][2], l[WARP_M][2];
+};
+
+// 2. Whole scores of this warp's rows from the partials, masked; online softmax; P as A fragments
+// (o rescaled when a row's max rose).
+__device__ __forceinline__ void softmax_tile(const Params& p, const float* partials, int start, int count, int prefix,
+                                             const FragRows& rows, RowState& st, Accum& o, PFrags& pa, const Lane& ln) {
+  float s[WARP_M][N_TILES][4];
+#pragma unroll
+  for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+    for (int j = 0; j < N_TILES; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float* partial = partials + frag_row(ln.rg, i, h, ln.g) * S_STRIDE + 8 * j + 2 * ln.qd;
+        float2 sum = *reinterpret_cast<const float2*>(partial);
+#pragma unroll
+        for (int c = 1; c < COL_GROUPS; ++c) {
+          const float2 v = *reinterpret_cast<const float2*>(partial + c * (M_TILES * 16 * S_STRIDE));
+          sum.x += v.x;
+          sum.y += v.y;
+        }
+        s[i][j][2 * h] = sum.x * p.scale_log2;
+        s[i][j][2 * h + 1] = sum.y * p.scale_log2;
+      }
+  // Positions past the split, rows past ROWS and draft positions a row does not see: -inf.
+  const bool whole = start + BLOCK_N <= prefix && count == BLOCK_N;
+  if (!whole) {
+#pragma unroll
+    for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+      for (int j = 0; j < N_TILES; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int h = e / 2, n = start + 8 * j + 2 * ln.qd + e % 2;
+          bool seen = rows.valid[i][h] && n < start + count;
+          if (MASK_KIND != MASK_NONE && n >= prefix) seen = seen && ((rows.drafts[i][h] >> (n - prefix)) & 1ull);
+          if (!seen) s[i][j][e] = -CUDART_INF_F;
+        }
+  }
+  float alpha[WARP_M][2];
+  bool rescale = false;
+#pragma unroll
+  for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = -CUDART_INF_F;
+#pragma unroll
+      for (int j = 0; j < N_TILES; ++j) mx = fmaxf(mx, fmaxf(s[i][j][2 * h], s[i][j][2 * h + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      alpha[i][h] = 1.f;
+      if (mx > st.m[i][h] + RESCALE_THRESHOLD || (st.m[i][h] == -CUDART_INF_F && mx != -CUDART_INF_F)) {
+        alpha[i][h] = kgen::fast_exp2(st.m[i][h] - mx);  // 0 when nothing was seen yet
+        st.m[i][h] = mx;
+        rescale = true;
+      }
+    }
+#pragma unroll
+  for (int i = 0; i < WARP_M; ++i) {
+    const float base[2] = {st.m[i][0] == -CUDART_INF_F ? 0.f : st.m[i][0], st.m[i][1] == -CUDART_INF_F ? 0.f : st.m[i][1]};
+    float sum[2] = {0.f, 0.f};
+#pragma unroll
+    for (int j = 0; j < N_TILES; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const unsigned packed = Mma::pack(kgen::fast_exp2(s[i][j][2 * h] - base[h]),
+                                          kgen::fast_exp2(s[i][j][2 * h + 1] - base[h]));
+        const float2 rounded = Mma::unpack(packed);  // l sums exactly the p that P.V uses
+        sum[h] += rounded.x + rounded.y;
+        pa[i][j / 2][(j % 2) * 2 + h] = packed;
+      }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) st.l[i][h] = st.l[i][h] * alpha[i][h] + sum[h];
+  }
+  if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+    for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+      for (int j = 0; j < O_TILES; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[i][j][e] *= alpha[i][e / 2];
+  }
+}
+
+// Rare: draft positions holding Inf/NaN in V. Fold them in with scalar FMAs, only into the rows
+// that see them, then zero them so the MMA adds nothing for them. Block-wide (barriers); the
+// tile's partial scores, read by every warp by the first barrier, hold P meanwhile.
+__device__ void fold_bad_drafts(T* tile, int start, int prefix, unsigned long long* bad_s, float* p_s,
+                                const FragRows& rows, const PFrags& pa, Accum& o, const Lane& ln) {
+  const unsigned long long bad = *bad_s;
+  __syncthreads();  // every warp has read the partial scores
+  if (ln.cg == 0) {
+#pragma unroll
+    for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+      for (int j = 0; j < N_TILES; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float2 v = Mma::unpack(pa[i][j / 2][(j % 2) * 2 + h]);
+          *reinterpret_cast<float2*>(p_s + frag_row(ln.rg, i, h, ln.g) * S_STRIDE + 8 * j + 2 * ln.qd) = v;
+        }
+  }
+  __syncthreads();
+  for (int n = 0; n < BLOCK_N; ++n) {
+    if (!((bad >> n) & 1ull)) continue;
+    const int pos = start + n;
+#pragma unroll
+    for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = frag_row(ln.rg, i, h, ln.g);
+        const bool seen = rows.valid[i][h] && ((rows.drafts[i][h] >> (pos - prefix)) & 1ull);
+        if (!seen) continue;
+        const float pr = p_s[r * S_STRIDE + n];
+#pragma unroll
+        for (int j = 0; j < O_TILES; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int d = (ln.cg * O_TILES + j) * 8 + 2 * ln.qd + e;
+            o[i][j][2 * h + e] = fmaf(pr, kgen::to_float(tile[n * ROW_ELEMS + d]), o[i][j][2 * h + e]);
+          }
+      }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < BLOCK_N * LATENT_CHUNKS; idx += NUM_THREADS) {
+    const int n = idx / LATENT_CHUNKS, c = idx % LATENT_CHUNKS;
+    if ((bad >> n) & 1ull) *reinterpret_cast<uint4*>(tile + n * ROW_ELEMS + c * 8) = make_uint4(0u, 0u, 0u, 0u);
+  }
+  if (threadIdx.x == 0) *bad_s = 0ull;
+  __syncthreads();
+}
+
+// 3. O += P.V over this warp's output columns.
+__device__ __forceinline__ void pv_tile(const T* tile, const PFrags& pa, Accum& o, const Lane& ln) {
+#pragma unroll
+  for (int kk = 0; kk < PV_STEPS; ++kk)
+#pragma unroll
+    for (int j = 0; j < O_TILES; j += 2) {
+      unsigned v[4];
+      kgen::ldmatrix_x4_trans(v, tile + (16 * kk + ln.lane % 8 + ((ln.lane / 8) % 2) * 8) * ROW_ELEMS +
+                                     ((ln.cg * O_TILES + j) + ln.lane / 16) * 8);
+#pragma unroll
+      for (int i = 0; i < WARP_M; ++i) {
+        Mma::mma(o[i][j], pa[i][kk], v[0], v[1]);
+        Mma::mma(o[i][j + 1], pa[i][kk], v[2], v[3]);
+      }
+    }
+}
+
 }  // namespace mla
 
 extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_attention(const mla::Params p) {
@@ -117,12 +347,11 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   unsigned long long* bad_s = reinterpret_cast<unsigned long long*>(smem + BAD_OFFSET);
 
   const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
-  const int rg = warp / COL_GROUPS, cg = warp % COL_GROUPS;
+  const Lane ln;
 
   // q: this warp's A fragments of its k steps in registers, or the block's rows in shared memory
   // (padding rows are zeros).
-  unsigned qf[Q_IN_REGISTERS ? WARP_M : 1][Q_IN_REGISTERS ? WARP_K : 1][4];
+  QFrags qf;
   if constexpr (Q_IN_REGISTERS) {
 #pragma unroll
     for (int i = 0; i < WARP_M; ++i)
@@ -130,9 +359,9 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       for (int kk = 0; kk < WARP_K; ++kk)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int r = (rg * WARP_M + i) * 16 + g + 8 * (e % 2), ks = kk * COL_GROUPS + cg;
+          const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * (e % 2), ks = kk * COL_GROUPS + ln.cg;
           const bool inside = r < ROWS && (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS);
-          qf[i][kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, b, r) + 16 * ks + 2 * qd + 8 * (e / 2))) : 0u;
+          qf[i][kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, b, r) + 16 * ks + 2 * ln.qd + 8 * (e / 2))) : 0u;
         }
   } else {
     for (int idx = threadIdx.x; idx < M_TILES * 16 * CHUNKS; idx += NUM_THREADS) {
@@ -142,22 +371,22 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       *reinterpret_cast<uint4*>(q_s + r * ROW_ELEMS + c * 8) = v;
     }
   }
-  if (threadIdx.x == 0) *bad_s = 0ull;
+  if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;
 
   const Range range = split_range<NUM_THREADS, BLOCK_N>(p, b, split, num_splits);  // syncs
 
   FragRows rows;
-  float m[WARP_M][2], l[WARP_M][2];  // l: this thread's share of the row sum (summed at the end)
-  float o[WARP_M][O_TILES][4];
+  RowState st;
+  Accum o;
 #pragma unroll
   for (int i = 0; i < WARP_M; ++i) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int r = frag_row(rg, i, h, g);
+      const int r = frag_row(ln.rg, i, h, ln.g);
       rows.valid[i][h] = r < ROWS;
       rows.drafts[i][h] = r < ROWS ? draft_bits(p, b, row_token(r)) : 0ull;
-      m[i][h] = -CUDART_INF_F;
-      l[i][h] = 0.f;
+      st.m[i][h] = -CUDART_INF_F;
+      st.l[i][h] = 0.f;
     }
 #pragma unroll
     for (int j = 0; j < O_TILES; ++j)
@@ -178,212 +407,47 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     }
   }
   int page = fetch_page(p, b, begin + (STAGES - 1) * BLOCK_N, end);  // of the next tile to copy
+  bool found = false;  // QK_AHEAD: the scan of the tile whose partials are ready found bad V rows
+  if constexpr (QK_AHEAD) {
+    kgen::cp_async_wait<STAGES - 2>();
+    __syncthreads();  // tile 0 landed
+    if (num_tiles > 0) {
+      qk_partials(tiles, qf, q_s, scores, ln);
+      found = scan_tile(tiles, begin, end, prefix, bad_s);
+    }
+  }
 
   for (int it = 0; it < num_tiles; ++it) {
-    kgen::cp_async_wait<STAGES - 2>();
-    __syncthreads();  // tile `it` landed for all; tile it - 1's buffer and the scores are free
-    const int next = it + STAGES - 1;
+    T* tile = tiles + (it % STAGES) * TILE_ELEMS;
+    float* partials = scores + (QK_AHEAD ? (it % 2) * SCORE_FLOATS : 0);
+    unsigned long long* bad = bad_s + (QK_AHEAD ? it % 2 : 0);
+    const int start = begin + it * BLOCK_N, count = min(BLOCK_N, end - start), next = it + STAGES - 1;
+    bool any_bad;
+    if constexpr (QK_AHEAD) {
+      kgen::cp_async_wait<STAGES - 3>();
+      any_bad = __syncthreads_or(found);  // tile it + 1 landed, tile it's partials are whole, tile it - 1's buffer is free
+    } else {
+      kgen::cp_async_wait<STAGES - 2>();
+      __syncthreads();  // tile `it` landed for all; tile it - 1's buffer and the scores are free
+    }
     if (next < num_tiles) load_tile(p, begin + next * BLOCK_N, end, page, tiles + (next % STAGES) * TILE_ELEMS);
     kgen::cp_async_commit();
     page = fetch_page(p, b, begin + (next + 1) * BLOCK_N, end);  // used an iteration from now
-    const T* tile = tiles + (it % STAGES) * TILE_ELEMS;
-    const int start = begin + it * BLOCK_N, count = min(BLOCK_N, end - start);
-
-    // 1. Partial scores over this warp's share of the head dims, into shared memory.
-    {
-      float acc[WARP_M][N_TILES][4];
-#pragma unroll
-      for (int i = 0; i < WARP_M; ++i)
-#pragma unroll
-        for (int j = 0; j < N_TILES; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < WARP_K; ++kk) {
-        const int ks = kk * COL_GROUPS + cg;
-        if (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS) {
-          unsigned a[WARP_M][4];
-#pragma unroll
-          for (int i = 0; i < WARP_M; ++i) {
-            if constexpr (Q_IN_REGISTERS) {
-#pragma unroll
-              for (int e = 0; e < 4; ++e) a[i][e] = qf[i][kk][e];
-            } else {
-              kgen::ldmatrix_x4(a[i], q_s + ((rg * WARP_M + i) * 16 + lane % 16) * ROW_ELEMS + (2 * ks + lane / 16) * 8);
-            }
-          }
-#pragma unroll
-          for (int j = 0; j < N_TILES; j += 2) {
-            unsigned k[4];
-            kgen::ldmatrix_x4(k, tile + (8 * j + lane % 8 + (lane / 16) * 8) * ROW_ELEMS + (2 * ks + (lane / 8) % 2) * 8);
-#pragma unroll
-            for (int i = 0; i < WARP_M; ++i) {
-              Mma::mma(acc[i][j], a[i], k[0], k[1]);
-              Mma::mma(acc[i][j + 1], a[i], k[2], k[3]);
-            }
-          }
-        }
-      }
-      float* mine = scores + cg * (M_TILES * 16 * S_STRIDE);
-#pragma unroll
-      for (int i = 0; i < WARP_M; ++i)
-#pragma unroll
-        for (int j = 0; j < N_TILES; ++j)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            *reinterpret_cast<float2*>(mine + frag_row(rg, i, h, g) * S_STRIDE + 8 * j + 2 * qd) =
-                make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+    if constexpr (!QK_AHEAD) {
+      qk_partials(tile, qf, q_s, partials, ln);
+      any_bad = __syncthreads_or(scan_tile(tile, start, end, prefix, bad));
     }
-    bool found = false;
-    if constexpr (MASK_KIND != MASK_NONE) {
-      const int lo = max(start, prefix) - start;  // the first draft position of the tile
-      if (lo < count) found = scan_drafts(tile, lo, count, bad_s);
+    PFrags pa;
+    softmax_tile(p, partials, start, count, prefix, rows, st, o, pa, ln);
+    if (any_bad) fold_bad_drafts(tile, start, prefix, bad, partials, rows, pa, o, ln);
+    pv_tile(tile, pa, o, ln);
+    if constexpr (QK_AHEAD) {
+      // Tile it + 1's partial scores, in the same straight-line code as the P.V above so that the
+      // two interleave. Past the last tile this reads a consumed buffer into a buffer nobody reads.
+      const T* ahead = tiles + ((it + 1) % STAGES) * TILE_ELEMS;
+      qk_partials(ahead, qf, q_s, scores + ((it + 1) % 2) * SCORE_FLOATS, ln);
+      found = scan_tile(ahead, start + BLOCK_N, end, prefix, bad_s + (it + 1) % 2);
     }
-    const bool any_bad = __syncthreads_or(found);
-
-    // 2. Whole scores of this warp's rows, masked; online softmax; P as A fragments.
-    unsigned pa[WARP_M][PV_STEPS][4];
-    float alpha[WARP_M][2];
-    {
-      float s[WARP_M][N_TILES][4];
-#pragma unroll
-      for (int i = 0; i < WARP_M; ++i)
-#pragma unroll
-        for (int j = 0; j < N_TILES; ++j)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const float* partial = scores + frag_row(rg, i, h, g) * S_STRIDE + 8 * j + 2 * qd;
-            float2 sum = *reinterpret_cast<const float2*>(partial);
-#pragma unroll
-            for (int c = 1; c < COL_GROUPS; ++c) {
-              const float2 v = *reinterpret_cast<const float2*>(partial + c * (M_TILES * 16 * S_STRIDE));
-              sum.x += v.x;
-              sum.y += v.y;
-            }
-            s[i][j][2 * h] = sum.x * p.scale_log2;
-            s[i][j][2 * h + 1] = sum.y * p.scale_log2;
-          }
-      // Positions past the split, rows past ROWS and draft positions a row does not see: -inf.
-      const bool whole = start + BLOCK_N <= min(prefix, end);
-      if (!whole) {
-#pragma unroll
-        for (int i = 0; i < WARP_M; ++i)
-#pragma unroll
-          for (int j = 0; j < N_TILES; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int h = e / 2, n = start + 8 * j + 2 * qd + e % 2;
-              bool seen = rows.valid[i][h] && n < start + count;
-              if (MASK_KIND != MASK_NONE && n >= prefix) seen = seen && ((rows.drafts[i][h] >> (n - prefix)) & 1ull);
-              if (!seen) s[i][j][e] = -CUDART_INF_F;
-            }
-      }
-      bool rescale = false;
-#pragma unroll
-      for (int i = 0; i < WARP_M; ++i)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float mx = -CUDART_INF_F;
-#pragma unroll
-          for (int j = 0; j < N_TILES; ++j) mx = fmaxf(mx, fmaxf(s[i][j][2 * h], s[i][j][2 * h + 1]));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          alpha[i][h] = 1.f;
-          if (mx > m[i][h] + RESCALE_THRESHOLD || (m[i][h] == -CUDART_INF_F && mx != -CUDART_INF_F)) {
-            alpha[i][h] = kgen::fast_exp2(m[i][h] - mx);  // 0 when nothing was seen yet
-            m[i][h] = mx;
-            rescale = true;
-          }
-        }
-#pragma unroll
-      for (int i = 0; i < WARP_M; ++i) {
-        const float base[2] = {m[i][0] == -CUDART_INF_F ? 0.f : m[i][0], m[i][1] == -CUDART_INF_F ? 0.f : m[i][1]};
-        float sum[2] = {0.f, 0.f};
-#pragma unroll
-        for (int j = 0; j < N_TILES; ++j)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const unsigned packed = Mma::pack(kgen::fast_exp2(s[i][j][2 * h] - base[h]),
-                                              kgen::fast_exp2(s[i][j][2 * h + 1] - base[h]));
-            const float2 rounded = Mma::unpack(packed);  // l sums exactly the p that P.V uses
-            sum[h] += rounded.x + rounded.y;
-            pa[i][j / 2][(j % 2) * 2 + h] = packed;
-          }
-#pragma unroll
-        for (int h = 0; h < 2; ++h) l[i][h] = l[i][h] * alpha[i][h] + sum[h];
-      }
-      if (__any_sync(0xffffffffu, rescale)) {
-#pragma unroll
-        for (int i = 0; i < WARP_M; ++i)
-#pragma unroll
-          for (int j = 0; j < O_TILES; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) o[i][j][e] *= alpha[i][e / 2];
-      }
-    }
-
-    // Rare: draft positions holding Inf/NaN in V. Fold them in with scalar FMAs, only into the
-    // rows that see them, then zero them so the MMA below adds nothing for them.
-    if (any_bad) {
-      const unsigned long long bad = *bad_s;
-      float* p_s = scores;  // P of this block's rows, [M_TILES * 16][S_STRIDE]
-      __syncthreads();  // every warp has read the partial scores
-      if (cg == 0) {
-#pragma unroll
-        for (int i = 0; i < WARP_M; ++i)
-#pragma unroll
-          for (int j = 0; j < N_TILES; ++j)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const float2 v = Mma::unpack(pa[i][j / 2][(j % 2) * 2 + h]);
-              *reinterpret_cast<float2*>(p_s + frag_row(rg, i, h, g) * S_STRIDE + 8 * j + 2 * qd) = v;
-            }
-      }
-      __syncthreads();
-      for (int n = 0; n < BLOCK_N; ++n) {
-        if (!((bad >> n) & 1ull)) continue;
-        const int pos = start + n;
-#pragma unroll
-        for (int i = 0; i < WARP_M; ++i)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = frag_row(rg, i, h, g);
-            const bool seen = rows.valid[i][h] && ((rows.drafts[i][h] >> (pos - prefix)) & 1ull);
-            if (!seen) continue;
-            const float pr = p_s[r * S_STRIDE + n];
-#pragma unroll
-            for (int j = 0; j < O_TILES; ++j)
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                const int d = (cg * O_TILES + j) * 8 + 2 * qd + e;
-                o[i][j][2 * h + e] = fmaf(pr, kgen::to_float(tile[n * ROW_ELEMS + d]), o[i][j][2 * h + e]);
-              }
-          }
-      }
-      __syncthreads();
-      T* writable = const_cast<T*>(tile);
-      for (int idx = threadIdx.x; idx < BLOCK_N * LATENT_CHUNKS; idx += NUM_THREADS) {
-        const int n = idx / LATENT_CHUNKS, c = idx % LATENT_CHUNKS;
-        if ((bad >> n) & 1ull) *reinterpret_cast<uint4*>(writable + n * ROW_ELEMS + c * 8) = make_uint4(0u, 0u, 0u, 0u);
-      }
-      if (threadIdx.x == 0) *bad_s = 0ull;
-      __syncthreads();
-    }
-
-    // 3. O += P.V over this warp's output columns.
-#pragma unroll
-    for (int kk = 0; kk < PV_STEPS; ++kk)
-#pragma unroll
-      for (int j = 0; j < O_TILES; j += 2) {
-        unsigned v[4];
-        kgen::ldmatrix_x4_trans(v, tile + (16 * kk + lane % 8 + ((lane / 8) % 2) * 8) * ROW_ELEMS +
-                                       ((cg * O_TILES + j) + lane / 16) * 8);
-#pragma unroll
-        for (int i = 0; i < WARP_M; ++i) {
-          Mma::mma(o[i][j], pa[i][kk], v[0], v[1]);
-          Mma::mma(o[i][j + 1], pa[i][kk], v[2], v[3]);
-        }
-      }
   }
   kgen::cp_async_wait<0>();
 
@@ -393,15 +457,15 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   for (int i = 0; i < WARP_M; ++i)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float sum = l[i][h];
+      float sum = st.l[i][h];
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       if (!rows.valid[i][h]) continue;
-      const int r = frag_row(rg, i, h, g);
-      const Finish fin(m[i][h], sum, range.poisoned);
+      const int r = frag_row(ln.rg, i, h, ln.g);
+      const Finish fin(st.m[i][h], sum, range.poisoned);
 #pragma unroll
       for (int j = 0; j < O_TILES; ++j) {
-        const int d = (cg * O_TILES + j) * 8 + 2 * qd;
+        const int d = (ln.cg * O_TILES + j) * 8 + 2 * ln.qd;
         const float x = fin.apply(o[i][j][2 * h]), y = fin.apply(o[i][j][2 * h + 1]);
         if (num_splits == 1) {
           *reinterpret_cast<unsigned*>(out_row(p, b, r) + d) = Mma::pack(x, y);
@@ -409,7 +473,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
           *reinterpret_cast<float2*>(p.ws_o + (slot + r) * LATENT_DIM + d) = make_float2(x, y);
         }
       }
-      if (cg == 0 && qd == 0) {
+      if (ln.cg == 0 && ln.qd == 0) {
         if (num_splits == 1) *lse_at(p, b, r) = fin.lse();
         else p.ws_lse[slot + r] = fin.lse();
       }
