@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import kgen.build
 from kgen.arch import ARCHS
-from kgen.mla import Config, ConfigError, Spec, build, plan
+from kgen.mla import Config, ConfigError, Spec, build, layout_for
 from kgen.resources import cubin_arch
 
 from .strategies import configs, raw_configs, specs
@@ -52,7 +52,7 @@ def test_invalid_configs_are_refused_before_compiling(data):
     spec = data.draw(specs(max_q_len=64), label="spec")
     config = data.draw(raw_configs(spec), label="config")
     try:
-        plan(spec, config, ARCHS["sm_120"])
+        layout_for(spec, config, ARCHS["sm_120"])
     except ConfigError as err:
         assert str(err).startswith("Config.")
         with compiler_disabled(), pytest.raises(ConfigError):
@@ -100,7 +100,7 @@ def compiler_disabled():
 )
 def test_refusals_name_field_and_reason(spec, config, field, reason):
     with pytest.raises(ConfigError, match=rf"Config\.{field}=.*{reason}"):
-        plan(spec, config, ARCHS["sm_120"])
+        layout_for(spec, config, ARCHS["sm_120"])
 
 
 def test_readme_mma_example_builds_for_sm120():
@@ -126,13 +126,13 @@ def test_readme_mma_example_builds_for_sm120():
 def test_a_register_estimate_is_no_refusal():
     """Over 255 estimated registers is a pruning hint for the sweep: build still compiles it."""
     spec, config = Spec(heads=8), Config(smem_stages=0, block_n=64)
-    layout = plan(spec, config, ARCHS["sm_120"])
+    layout = layout_for(spec, config, ARCHS["sm_120"])
     assert layout.registers_estimate > ARCHS["sm_120"].max_regs_per_thread
 
 
 def test_sm90_takes_what_sm120_cannot():
     config = Config(smem_stages=3, block_n=32)
-    plan(Spec(heads=8), config, ARCHS["sm_90"])  # 110592 bytes fit sm_90's 227 KB
+    layout_for(Spec(heads=8), config, ARCHS["sm_90"])  # 110592 bytes fit sm_90's 227 KB
 
 
 def test_split_count_does_not_change_the_binary():

@@ -12,9 +12,9 @@ import pytest
 
 from kgen import __version__
 from kgen.arch import ARCHS
-from kgen.mla import Config, Spec, plan
+from kgen.mla import Config, Spec, layout_for
 from kgen.mla.heuristic import default_config
-from kgen.tune.db import TuningDB, bucket, code_stamp, staleness
+from kgen.mla.tuning import TuningDB, bucket, code_stamp, staleness
 from kgen.tune.space import Axes, Case, enumerate_configs, load_grid, prune, split_candidates
 from kgen.tune.sweep import SweepOptions, run_sweep
 from kgen.tune.worker import TrialCrashed
@@ -47,7 +47,7 @@ def test_enumeration_and_pruning_agree_with_plan():
     assert pruned.kept and pruned.refused
     assert {c.compute for c in pruned.kept} == {"fma", "mma"}
     for config in pruned.kept:
-        layout = plan(spec, config, ARCHS["sm_120"])
+        layout = layout_for(spec, config, ARCHS["sm_120"])
         assert layout.registers_estimate <= ARCHS["sm_120"].max_regs_per_thread
     hard = [r for _, r in pruned.refused if r.startswith("Config.")]
     soft = [r for _, r in pruned.refused if r.startswith("soft: ")]
@@ -68,7 +68,7 @@ def test_split_candidates_stay_within_tiles():
 @pytest.mark.parametrize("arch", ["sm_120", "sm_90"])
 def test_default_config_is_valid_for_every_grid_case(case, arch):
     config = default_config(case.spec, case.batch, case.max_len, ARCHS[arch], sm_count=132)
-    plan(case.spec, config, ARCHS[arch])
+    layout_for(case.spec, config, ARCHS[arch])
     assert config.kv_splits >= 1
     assert config.compute == ("fma" if case.spec.dtype == "float32" else "mma")
     if arch == "sm_120":  # what every sm_120 card runs today: it must fit and not spill
@@ -134,7 +134,7 @@ def test_shipped_tuning_is_current_and_fits_sm120():
     within its shared memory and without spills."""
     from kgen.arch import ARCHS
     from kgen.mla import build
-    from kgen.tune.db import SHIPPED
+    from kgen.mla.tuning import SHIPPED
 
     entries = TuningDB(SHIPPED).entries()
     assert entries

@@ -136,7 +136,7 @@ def add_tune_parser(commands) -> None:
 
 
 def _tune(args) -> int:
-    from kgen.tune.db import SHIPPED, TuningDB, code_stamp, staleness
+    from kgen.mla.tuning import SHIPPED, TuningDB, code_stamp, staleness
 
     dbs = [TuningDB(args.db)] if args.db else [TuningDB.user(), TuningDB(SHIPPED)]
     stale = 0

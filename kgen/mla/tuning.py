@@ -1,7 +1,8 @@
-"""The tuning database: the best config per (GPU, arch, spec, shape bucket), stamped with the kgen
-and NVRTC versions and a hash of the kernel code (templates and layout models) it was measured
-with, so results for other code are reported stale and never reused. Every timed trial of the
-case is kept beside the winner: the data the next heuristic is fitted from."""
+"""The tuning database, read by config="auto" and written by the sweep (kgen.tune): the best
+config per (GPU, arch, spec, shape bucket), stamped with the kgen and NVRTC versions and a hash
+of the kernel code (templates and layout models) it was measured with, so results for other code
+are reported stale and never reused. Every timed trial of the case is kept beside the winner:
+the data the next heuristic is fitted from."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from pathlib import Path
 from filelock import FileLock
 
 from kgen import __version__, env
-from kgen.mla import Config, Spec
+from kgen.mla.spec import Config, Spec
 
-SHIPPED = Path(__file__).resolve().parent.parent / "tuned" / "tuning.json"
+_HERE = Path(__file__).resolve().parent
+SHIPPED = _HERE.parent / "tuned" / "tuning.json"
 LAYOUT_MODELS = ("layout.py", "mma_layout.py", "program.py")  # kgen/mla: what shapes the code
 
 
@@ -30,9 +32,8 @@ def code_stamp() -> str:
 
     digest = hashlib.sha256()
     root = template_dir()
-    mla = Path(__file__).resolve().parent.parent / "mla"
     files = sorted(p for p in root.rglob("*") if p.suffix in (".cuh", ".jinja"))
-    for path in [*files, *(mla / name for name in LAYOUT_MODELS)]:
+    for path in [*files, *(_HERE / name for name in LAYOUT_MODELS)]:
         name = path.relative_to(root) if path.is_relative_to(root) else path.name
         digest.update(f"{name}\0".encode() + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
