@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from kgen.arch import resolve_arch  # noqa: E402
-from kgen.mla.heuristic import default_config  # noqa: E402
 from kgen.mla.choose import choose_config  # noqa: E402
+from kgen.mla.heuristic import default_config  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 from kgen.tune.sweep import compile_space  # noqa: E402
 from kgen.tune.trials import Trials  # noqa: E402

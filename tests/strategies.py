@@ -64,7 +64,8 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
 
 @st.composite
 def configs(draw, spec: Spec, arch: Arch, computes=("fma", "mma")):
-    """A Config that layout_for accepts for spec on arch, within its register file by the estimate."""
+    """A Config that layout_for accepts for spec on arch, within its register file by the
+    estimate."""
     config = draw(raw_configs(spec, computes))
     try:
         layout = layout_for(spec, config, arch)

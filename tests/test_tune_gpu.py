@@ -4,9 +4,9 @@ stored winner (also inside CUDA-graph capture, where it must not benchmark)."""
 import pytest
 
 from kgen.mla import Spec, attention
+from kgen.mla.choose import choose_config
 from kgen.mla.kernel import MLAKernel
 from kgen.mla.workload import make_workload
-from kgen.mla.choose import choose_config
 from kgen.tune.space import Axes, Case
 from kgen.tune.sweep import SweepOptions, run_sweep
 

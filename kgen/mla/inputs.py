@@ -56,10 +56,18 @@ def check_vector_rows(name: str, t: torch.Tensor, vec: int, elem_bytes: int) -> 
 
 
 def check_inputs(
-    spec: Spec, vec: int, q, kv_cache, block_table, seq_lens, mask, device=None
+    spec: Spec,
+    vec: int,
+    q,
+    kv_cache,
+    block_table,
+    seq_lens,
+    mask,
+    device=None,
+    planned: tuple[int, int] | None = None,
 ) -> None:
-    """Every cheap check of a call's inputs (all on `device`, else on q's CUDA device);
-    InputError naming the first bad tensor."""
+    """Every cheap check of a call's inputs (all on `device`, else on q's CUDA device, and of
+    the `planned` (batch, max_pages) where given); InputError naming the first bad tensor."""
     dtype = spec.torch_dtype
     check_tensor("q", q, device, dtype, 4)
     device = q.device
@@ -71,6 +79,8 @@ def check_inputs(
             "latent+rope)",
             f"{tuple(q.shape)}",
         )
+    if planned is not None and batch != planned[0]:
+        _fail("q", f"batch {planned[0]} (the plan's)", f"shape {tuple(q.shape)}")
     check_vector_rows("q", q, vec, spec.elem_bytes)
 
     check_tensor("kv_cache", kv_cache, device, dtype, 3)
@@ -89,6 +99,12 @@ def check_inputs(
         _fail(
             "block_table",
             f"{batch} rows (one per sequence of q)",
+            f"shape {tuple(block_table.shape)}",
+        )
+    if planned is not None and block_table.shape[1] != planned[1]:
+        _fail(
+            "block_table",
+            f"{planned[1]} columns (the plan's max_pages)",
             f"shape {tuple(block_table.shape)}",
         )
     if block_table.shape[1] and block_table.stride(1) != 1:

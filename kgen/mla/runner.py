@@ -20,7 +20,6 @@ from kgen.launch import PackedLaunch, load_module
 from kgen.mla import workspace
 from kgen.mla.inputs import (
     INT32_MAX,
-    InputError,
     check_inputs,
     check_mask,
     check_output,
@@ -196,16 +195,8 @@ class Runner:
     def _bind_checked(self, q, kv_cache, block_table, seq_lens, mask, out, lse) -> None:
         """Every check (InputError naming the tensor), then every pointer and stride."""
         spec, vec = self.spec, self.config.vec_width
-        check_inputs(spec, vec, q, kv_cache, block_table, seq_lens, mask, device=self.device)
-        if q.shape[0] != self.batch:
-            raise InputError(
-                f"q: expected batch {self.batch} (the plan's), got shape {tuple(q.shape)}"
-            )
-        if block_table.shape[1] != self.max_pages:
-            raise InputError(
-                f"block_table: expected {self.max_pages} columns (the plan's max_pages), got "
-                f"shape {tuple(block_table.shape)}"
-            )
+        planned = (self.batch, self.max_pages)
+        check_inputs(spec, vec, q, kv_cache, block_table, seq_lens, mask, self.device, planned)
         check_output(
             "out", out, tuple(self._out_shape), self._dtype, self.device, vec, spec.elem_bytes
         )
