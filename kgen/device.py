@@ -97,14 +97,16 @@ def name(index: int) -> str:
     return raw.split(b"\0", 1)[0].decode()
 
 
-_thread = threading.local()
+_primary: dict[int, driver.CUcontext] = {}
+_primary_lock = threading.Lock()
 
 
-def ensure_context(index: int) -> None:
-    """Make the device's primary context (the one torch uses) current on this thread, once."""
-    done = _thread.__dict__.setdefault("contexts", set())
-    if index in done:
-        return
-    ctx = check(driver.cuDevicePrimaryCtxRetain(handle(index)), "cuDevicePrimaryCtxRetain")
+def make_current(index: int) -> None:
+    """Make the device's primary context (the one torch uses) current on this thread: what a
+    launch needs where nothing (torch included) has made one current yet."""
+    with _primary_lock:
+        ctx = _primary.get(index)
+        if ctx is None:
+            ctx = check(driver.cuDevicePrimaryCtxRetain(handle(index)), "cuDevicePrimaryCtxRetain")
+            _primary[index] = ctx
     check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-    done.add(index)

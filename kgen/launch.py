@@ -18,11 +18,12 @@ from cuda.bindings import driver
 
 from kgen import device as _device
 from kgen.build import Binary
-from kgen.device import check, ensure_context
+from kgen.device import check, make_current
 from kgen.resources import UNKNOWN, FunctionUsage
 
 MAX_DEFAULT_DYNAMIC_SMEM = 48 * 1024
 _SUCCESS = driver.CUresult.CUDA_SUCCESS
+_NO_CONTEXT = driver.CUresult.CUDA_ERROR_INVALID_CONTEXT
 
 
 def runs_on(arch_cc: tuple[int, int], device_cc: tuple[int, int], arch_specific: bool) -> bool:
@@ -54,8 +55,7 @@ class Kernel:
     _max_smem_set: dict[int, int] = field(default_factory=dict)
 
     def prepare(self, device: int, smem: int) -> None:
-        """Make the device's context current and allow `smem` bytes of dynamic shared memory."""
-        ensure_context(device)
+        """Allow `smem` bytes of dynamic shared memory on `device`."""
         if smem > MAX_DEFAULT_DYNAMIC_SMEM and self._max_smem_set.get(device, 0) < smem:
             attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             check(
@@ -76,12 +76,21 @@ class Kernel:
         """Launch on `stream` (a CUstream handle as an int) with `args` as C values."""
         self.prepare(device, smem)
         pointers = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
-        check(
-            driver.cuLaunchKernel(
-                self.handle, *grid, *block, smem, cu_stream(stream), ctypes.addressof(pointers), 0
-            ),
-            f"cuLaunchKernel({self.name}, grid={grid}, block={block}, smem={smem})",
-        )
+        head = (self.handle, *grid, *block, smem)
+        argv = ctypes.addressof(pointers)
+        (err,) = driver.cuLaunchKernel(*head, cu_stream(stream), argv, 0)
+        if err != _SUCCESS:
+            _retry_or_raise(err, head, stream, argv, device, self.name)
+
+
+def _retry_or_raise(err, head: tuple, stream: int, argv: int, device: int, name: str) -> None:
+    """After a failed cuLaunchKernel(*head, stream, argv): where no context was current on this
+    thread yet, make `device`'s primary context current and launch again; else raise. (The
+    device's context must be the current one, torch's current device: kgen switches none.)"""
+    if err == _NO_CONTEXT:
+        make_current(device)
+        (err,) = driver.cuLaunchKernel(*head, cu_stream(stream), argv, 0)
+    check((err,), f"cuLaunchKernel({name}, grid={head[1:4]}, block={head[4:7]}, smem={head[7]})")
 
 
 class PackedLaunch:
@@ -114,10 +123,12 @@ class PackedLaunch:
         self._argv_address = ctypes.addressof(self._argv)
 
     def launch(self, stream: int) -> None:
-        ensure_context(self.device)
+        """Launch on `stream` (torch's current device must be this launch's device)."""
         (err,) = driver.cuLaunchKernel(*self._head, cu_stream(stream), self._argv_address, 0)
-        if err != _SUCCESS:
-            check((err,), f"cuLaunchKernel({self.kernel.name}, grid={self.grid})")
+        if err != _SUCCESS:  # no context yet on this thread, or a real error
+            _retry_or_raise(
+                err, self._head, stream, self._argv_address, self.device, self.kernel.name
+            )
 
 
 class Module:

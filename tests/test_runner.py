@@ -36,6 +36,7 @@ class RecordedLaunch:
 def runner(monkeypatch):
     monkeypatch.setattr(Runner, "_packed_launch", lambda self, grid: RecordedLaunch(self._params))
     monkeypatch.setattr(runner_module, "current_stream", lambda index: 1234)
+    monkeypatch.setattr(runner_module, "current_device", lambda: -1)
     kernel = types.SimpleNamespace(  # what a Runner reads of an MLAKernel; nothing compiled
         spec=SPEC, config=CONFIG, layout=layout_for(SPEC, CONFIG, ARCHS["sm_120"]), binary=None
     )

@@ -221,14 +221,11 @@ def extent(t: torch.Tensor) -> tuple[int, int]:
     return start, start + (last + 1) * t.element_size()
 
 
-def refuse_overlap(outputs: dict, inputs: dict) -> None:
-    """InputError naming both tensors where an output's bytes overlap an input's or the other
-    output's (the kernel would read what it writes). Each dict maps a name to (start, end)."""
-    names = list(outputs)
-    for i, name in enumerate(names):
-        lo, hi = outputs[name]
-        others = {**inputs, **{n: outputs[n] for n in names[i + 1 :]}}
-        for other, (olo, ohi) in others.items():
+def refuse_overlap(outputs: list, inputs: list) -> None:
+    """InputError naming both tensors where an output's bytes overlap an input's or a later
+    output's (the kernel would read what it writes); each list holds (name, start, end)."""
+    for i, (name, lo, hi) in enumerate(outputs):
+        for other, olo, ohi in (*inputs, *outputs[i + 1 :]):
             if lo < ohi and olo < hi:
                 raise InputError(
                     f"{name} overlaps {other}: bytes [{lo:#x}, {hi:#x}) and [{olo:#x}, {ohi:#x}); "

@@ -33,6 +33,7 @@ LOG2E = 1.0 / math.log(2.0)
 current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
     lambda index: torch.cuda.current_stream(index).cuda_stream
 )  # the raw handle of torch's current stream on a device (Inductor's get_raw_stream)
+current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 
 
 class Runner:
@@ -64,7 +65,7 @@ class Runner:
         self._lse_shape = torch.Size((b, t, h))
         self._table_shape = torch.Size((b, max_pages))
         self._lens_shape = torch.Size((b,))
-        self._page_shape = torch.Size((spec.page_size, d))
+        self._page_shape = (spec.page_size, d)
         self._q_bytes, self._out_bytes = b * t * h * d * esize, b * t * h * dl * esize
         self._lse_bytes, self._table_bytes, self._lens_bytes = (
             b * t * h * 4,
@@ -72,13 +73,14 @@ class Runner:
             b * 4,
         )
         self._page_bytes = spec.page_size * d * esize
+        self._tree = spec.mask == "tree"
         self._packed_shapes = {torch.Size((b, t)): t, torch.Size((t,)): 0}  # -> mask_sb
         self._bool_shapes = (torch.Size((b, t, t)), torch.Size((t, t)))
 
         head_groups = spec.heads // config.heads_per_block
         splits = config.kv_splits
         self.workspace = workspace.allocate(b, t, h, dl, head_groups, splits, device)
-        if spec.mask == "tree":  # a bool mask is packed into these, in place
+        if self._tree:  # a bool mask is packed into these, in place
             self._bits = torch.zeros((b, t), dtype=torch.int64, device=device)
             self._scratch = torch.empty((b, t, t), dtype=torch.int64, device=device)
             self._bit_weights = 1 << torch.arange(t, dtype=torch.int64, device=device)
@@ -132,65 +134,64 @@ class Runner:
         )
 
     def _run(self, stream: int, q, kv_cache, block_table, seq_lens, mask, out, lse):
+        index, dtype, p = self._index, self._dtype, self._params
         given = out is not None or lse is not None
         if out is None:
-            out = torch.empty(self._out_shape, dtype=self._dtype, device=self.device)
+            out = torch.empty(self._out_shape, dtype=dtype, device=self.device)
         if lse is None:
             lse = torch.empty(self._lse_shape, dtype=torch.float32, device=self.device)
-        p = self._params
+        # The fast path: every tensor contiguous with the planned shape, dtype and device (and the
+        # packed strides the planned ones). Anything else takes the full checks, which either
+        # name the bad tensor or bind its strides.
         try:
+            pages, page_size, head_dim = kv_cache.shape
             planned = (
                 not self._odd_strides
-                and self._is_planned(q, self._q_shape, self._dtype)
-                and self._is_planned_cache(kv_cache)
-                and self._is_planned(block_table, self._table_shape, torch.int32)
-                and self._is_planned(seq_lens, self._lens_shape, torch.int32)
-                and self._is_planned(out, self._out_shape, self._dtype)
-                and self._is_planned(lse, self._lse_shape, torch.float32)
+                and (q.dtype is dtype and q.shape == self._q_shape)
+                and (q.get_device() == index and q.is_contiguous())
+                and (kv_cache.dtype is dtype and (page_size, head_dim) == self._page_shape)
+                and (kv_cache.get_device() == index and kv_cache.is_contiguous())
+                and (block_table.dtype is torch.int32 and block_table.shape == self._table_shape)
+                and (block_table.get_device() == index and block_table.is_contiguous())
+                and (seq_lens.dtype is torch.int32 and seq_lens.shape == self._lens_shape)
+                and (seq_lens.get_device() == index and seq_lens.is_contiguous())
+                and (
+                    not given
+                    or (out.dtype is dtype and out.shape == self._out_shape)
+                    and (out.get_device() == index and out.is_contiguous())
+                    and (lse.dtype is torch.float32 and lse.shape == self._lse_shape)
+                    and (lse.get_device() == index and lse.is_contiguous())
+                )
+                and pages <= INT32_MAX
             )
-        except AttributeError:  # not a tensor: the full checks below name it
+        except (AttributeError, TypeError, ValueError):  # not a tensor, or not 3-D
             planned = False
         if planned:
             q_ptr, kv_ptr, out_ptr = q.data_ptr(), kv_cache.data_ptr(), out.data_ptr()
             planned = not (q_ptr | kv_ptr | out_ptr) & self._align
         if planned:
-            p.q, p.kv, p.out = q_ptr, kv_ptr, out_ptr
+            p.q, p.kv, p.out, p.num_pages = q_ptr, kv_ptr, out_ptr, pages
             p.block_table, p.seq_lens, p.lse = (
                 block_table.data_ptr(),
                 seq_lens.data_ptr(),
                 lse.data_ptr(),
             )
-            p.num_pages = kv_cache.shape[0]
         else:
             self._bind_checked(q, kv_cache, block_table, seq_lens, mask, out, lse)
-        if self.spec.mask == "tree" and self._launch is not None:
+        if self._tree and self._launch is not None:
             self._bind_tree_mask(mask)
         elif mask is not None:
             check_mask(self.spec, mask, self.batch, self.device)
         if given:
             self._refuse_overlap(planned, q, kv_cache, block_table, seq_lens, mask, out, lse)
-        if self._launch is not None:
+        if self._launch is None:
+            return out, lse
+        if current_device() == index:
             self._launch.launch(stream)
+        else:  # like a torch op, run on the tensors' device whatever the current one is
+            with torch.cuda.device(index):
+                self._launch.launch(stream)
         return out, lse
-
-    def _is_planned(self, t, shape: torch.Size, dtype: torch.dtype) -> bool:
-        """t has the planned shape, dtype and device, and is contiguous (the fast path)."""
-        return (
-            t.dtype is dtype
-            and t.shape == shape
-            and t.get_device() == self._index
-            and t.is_contiguous()
-        )
-
-    def _is_planned_cache(self, kv_cache) -> bool:
-        shape = kv_cache.shape
-        return (
-            kv_cache.dtype is self._dtype
-            and shape[1:] == self._page_shape
-            and shape[0] <= INT32_MAX
-            and kv_cache.get_device() == self._index
-            and kv_cache.is_contiguous()
-        )
 
     def _bind_checked(self, q, kv_cache, block_table, seq_lens, mask, out, lse) -> None:
         """Every check (InputError naming the tensor), then every pointer and stride."""
@@ -242,31 +243,24 @@ class Runner:
         p.mask, p.mask_sb = self._bits.data_ptr(), self.spec.q_len if per_sequence else 0
 
     def _refuse_overlap(self, planned, q, kv_cache, block_table, seq_lens, mask, out, lse):
-        if planned:  # contiguous tensors of known sizes: the ranges are cheap
-            q_ptr, kv_ptr = self._params.q, self._params.kv
-            inputs = {
-                "q": (q_ptr, q_ptr + self._q_bytes),
-                "kv_cache": (kv_ptr, kv_ptr + kv_cache.shape[0] * self._page_bytes),
-                "block_table": (
-                    self._params.block_table,
-                    self._params.block_table + self._table_bytes,
-                ),
-                "seq_lens": (self._params.seq_lens, self._params.seq_lens + self._lens_bytes),
-            }
-            outputs = {
-                "out": (self._params.out, self._params.out + self._out_bytes),
-                "lse": (self._params.lse, self._params.lse + self._lse_bytes),
-            }
+        if planned:  # contiguous tensors of planned sizes: their ranges cost nothing to find
+            p = self._params
+            inputs = [
+                ("q", p.q, p.q + self._q_bytes),
+                ("kv_cache", p.kv, p.kv + p.num_pages * self._page_bytes),
+                ("block_table", p.block_table, p.block_table + self._table_bytes),
+                ("seq_lens", p.seq_lens, p.seq_lens + self._lens_bytes),
+            ]
+            outputs = [
+                ("out", p.out, p.out + self._out_bytes),
+                ("lse", p.lse, p.lse + self._lse_bytes),
+            ]
         else:
-            inputs = {
-                "q": extent(q),
-                "kv_cache": extent(kv_cache),
-                "block_table": extent(block_table),
-                "seq_lens": extent(seq_lens),
-            }
-            outputs = {"out": extent(out), "lse": extent(lse)}
+            named = (("q", q), ("kv_cache", kv_cache), ("block_table", block_table))
+            inputs = [(name, *extent(t)) for name, t in (*named, ("seq_lens", seq_lens))]
+            outputs = [("out", *extent(out)), ("lse", *extent(lse))]
         if isinstance(mask, torch.Tensor):
-            inputs["mask"] = extent(mask)
+            inputs.append(("mask", *extent(mask)))
         refuse_overlap(outputs, inputs)
 
 
