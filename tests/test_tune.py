@@ -36,7 +36,7 @@ def test_grid_loads_every_case():
     assert next(c for c in GRID if c.name == "page1-decode").spec.page_size == 1
 
 
-def test_enumeration_and_pruning_agree_with_plan():
+def test_enumeration_and_pruning():
     spec = Spec(heads=16, q_len=4, mask="causal")
     configs = enumerate_configs(spec, Axes())
     fma = [c for c in configs if c.compute == "fma"]
@@ -46,9 +46,16 @@ def test_enumeration_and_pruning_agree_with_plan():
     pruned = prune(spec, configs, ARCHS["sm_120"])
     assert pruned.kept and pruned.refused
     assert {c.compute for c in pruned.kept} == {"fma", "mma"}
-    for config in pruned.kept:
-        layout = layout_for(spec, config, ARCHS["sm_120"])
-        assert layout.registers_estimate <= ARCHS["sm_120"].max_regs_per_thread
+    # Named decisions, each for its own reason: a warp grid that cannot split the rows (hard), a
+    # register estimate over sm_120's 255 (soft), and a plain pipeline that fits (kept).
+    refused = dict(pruned.refused)
+    mma_c2 = Config(
+        heads_per_block=1, smem_stages=3, num_warps=4, block_n=16, compute="mma", col_groups=2
+    )
+    assert refused[mma_c2].startswith("Config.col_groups=2: 2 row groups")
+    fma_wide = Config(heads_per_block=4, smem_stages=0, num_warps=4, block_n=4)
+    assert refused[fma_wide].startswith("soft: about 272 registers per thread")
+    assert Config(heads_per_block=1, smem_stages=2, num_warps=4, block_n=16) in pruned.kept
     hard = [r for _, r in pruned.refused if r.startswith("Config.")]
     soft = [r for _, r in pruned.refused if r.startswith("soft: ")]
     assert hard and soft and len(hard) + len(soft) == len(pruned.refused)
@@ -101,8 +108,9 @@ def test_database_keys_and_staleness(tmp_path):
     (entry,) = data["entries"].values()
     entry["kgen"] = "0.0.1"
     (tmp_path / "t.json").write_text(json.dumps(data))
-    assert db.lookup("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.0").stale
-    assert entry["kgen"] != __version__
+    found = db.lookup("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.0")
+    assert found.stale and found.config is None
+    assert staleness(found.entry) == f"kgen 0.0.1 (now {__version__})"
     entry["kgen"] = __version__
     entry["code"] = "0" * 16  # measured with other templates or layout models
     (tmp_path / "t.json").write_text(json.dumps(data))
