@@ -74,6 +74,7 @@ class Runner:
         )
         self._page_bytes = spec.page_size * d * esize
         self._tree = spec.mask == "tree"
+        self._mask_span = (0, 0)  # the bytes of the last tree mask given
         self._packed_shapes = {torch.Size((b, t)): t, torch.Size((t,)): 0}  # -> mask_sb
         self._bool_shapes = (torch.Size((b, t, t)), torch.Size((t, t)))
 
@@ -233,7 +234,9 @@ class Runner:
         p = self._params
         if mask.dtype is torch.int64:
             p.mask, p.mask_sb = mask.data_ptr(), self._packed_shapes[mask.shape]
+            self._mask_span = (p.mask, p.mask + mask.numel() * 8)
             return
+        self._mask_span = extent(mask)
         per_sequence = mask.dim() == 3  # else one [T, T] mask for every sequence
         scratch, bits = (
             (self._scratch, self._bits) if per_sequence else (self._scratch[0], self._bits[0])
@@ -243,25 +246,31 @@ class Runner:
         p.mask, p.mask_sb = self._bits.data_ptr(), self.spec.q_len if per_sequence else 0
 
     def _refuse_overlap(self, planned, q, kv_cache, block_table, seq_lens, mask, out, lse):
-        if planned:  # contiguous tensors of planned sizes: their ranges cost nothing to find
+        """InputError naming both tensors where out or lse shares bytes with an input or with
+        each other. Planned tensors are contiguous, of known sizes: their ranges are cheap, and
+        only an overlap among them takes the general path, which names the pair."""
+        if planned:
             p = self._params
-            inputs = [
-                ("q", p.q, p.q + self._q_bytes),
-                ("kv_cache", p.kv, p.kv + p.num_pages * self._page_bytes),
-                ("block_table", p.block_table, p.block_table + self._table_bytes),
-                ("seq_lens", p.seq_lens, p.seq_lens + self._lens_bytes),
-            ]
-            outputs = [
-                ("out", p.out, p.out + self._out_bytes),
-                ("lse", p.lse, p.lse + self._lse_bytes),
-            ]
-        else:
-            named = (("q", q), ("kv_cache", kv_cache), ("block_table", block_table))
-            inputs = [(name, *extent(t)) for name, t in (*named, ("seq_lens", seq_lens))]
-            outputs = [("out", *extent(out)), ("lse", *extent(lse))]
-        if isinstance(mask, torch.Tensor):
-            inputs.append(("mask", *extent(mask)))
-        refuse_overlap(outputs, inputs)
+            out_lo, lse_lo = p.out, p.lse
+            out_hi, lse_hi = out_lo + self._out_bytes, lse_lo + self._lse_bytes
+            inputs = (
+                (p.q, p.q + self._q_bytes),
+                (p.kv, p.kv + p.num_pages * self._page_bytes),
+                (p.block_table, p.block_table + self._table_bytes),
+                (p.seq_lens, p.seq_lens + self._lens_bytes),
+                self._mask_span,
+            )
+            clear = out_hi <= lse_lo or lse_hi <= out_lo
+            for lo, hi in inputs:
+                if not clear:
+                    break
+                clear = (hi <= out_lo or out_hi <= lo) and (hi <= lse_lo or lse_hi <= lo)
+            if clear:
+                return
+        tensors = [("q", q), ("kv_cache", kv_cache), ("block_table", block_table)]
+        tensors += [("seq_lens", seq_lens), ("mask", mask)]
+        inputs = [(name, *extent(t)) for name, t in tensors if isinstance(t, torch.Tensor)]
+        refuse_overlap([("out", *extent(out)), ("lse", *extent(lse))], inputs)
 
 
 class RunnerCache:
