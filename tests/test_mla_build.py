@@ -1,7 +1,9 @@
 """MLA variants without a GPU: every sampled valid config renders and compiles for sm_120 and
 sm_90; invalid ones are refused before compiling, with the field and the reason."""
 
+import ast
 import contextlib
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -115,10 +117,9 @@ def test_readme_mma_example_builds_for_sm120():
         col_groups=4,
     )
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    assert (
-        "smem_stages=3, num_warps=8, block_n=16" in readme
-        and 'compute="mma", col_groups=4' in readme
-    )
+    call = re.search(r"cfg = kgen\.mla\.Config\((.*?)\)", readme, re.S).group(1)
+    keywords = ast.parse(f"Config({call})", mode="eval").body.keywords
+    assert {k.arg: ast.literal_eval(k.value) for k in keywords} == config.to_dict()
     res = build(INTERFACE_SPEC, config, "sm_120").resources
     assert res.spills == 0 and res.smem <= ARCHS["sm_120"].smem_per_block
 
