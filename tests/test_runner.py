@@ -283,3 +283,29 @@ def test_attention_compiles_to_one_graph_with_the_op_functionalized():
     assert out.shape == (2, 3, 4, 512) and lse.shape == (2, 3, 4)
     (graph,) = graphs
     assert "kgen.mla_attention" in graph.code and "auto_functionalized" in graph.code
+
+
+def test_the_runner_cache_evicts_but_keeps_what_a_graph_captured(monkeypatch):
+    from kgen.mla.runner import RunnerCache
+
+    capturing = [False]
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
+    made = []
+
+    def make(nbytes=100):
+        made.append(types.SimpleNamespace(workspace_bytes=nbytes, captured=False))
+        return made[-1]
+
+    cache = RunnerCache(size=3, workspace_bytes=1000)
+    first = cache.get("a", make)
+    assert cache.get("a", make) is first and len(made) == 1  # a hit makes nothing
+    capturing[0] = True
+    assert cache.get("a", make).captured  # ran inside a capture: its workspace is the graph's
+    in_capture = cache.get("b", make)
+    assert "b" not in cache._runners and not in_capture.captured  # first made in a capture
+    capturing[0] = False
+    for key in "cde":
+        cache.get(key, make)
+    assert list(cache._runners) == ["c", "d", "e"] and cache._captured == [first]
+    cache.get("big", lambda: make(950))
+    assert list(cache._runners) == ["big"]  # over the byte budget: the rest went

@@ -87,6 +87,7 @@ class Runner:
             self._bit_weights = 1 << torch.arange(t, dtype=torch.int64, device=device)
 
         ws = self.workspace
+        self.workspace_bytes = sum(t.nbytes for t in vars(ws).values()) if ws else 0
         self._params = KernelParams(
             max_pages=max_pages,
             ws_o=ws.partials.data_ptr() if ws else 0,
@@ -274,15 +275,16 @@ class Runner:
 
 
 class RunnerCache:
-    """Runners made on demand by kernel(...) and attention(...), the most recently used kept.
+    """Runners made on demand by kernel(...) and attention(...): the most recently used, up to
+    `size` of them and `workspace_bytes` of workspace (beyond, the least recently used go).
 
     A CUDA graph captured with a runner keeps pointing at its workspace, so a runner that ran
     during a capture is never freed, even when evicted. A runner first made during a capture is
     not cached: its workspace comes from the graph's memory pool, zeroed inside the graph.
     """
 
-    def __init__(self, size: int = 64):
-        self.size = size
+    def __init__(self, size: int = 64, workspace_bytes: int = 1 << 30):
+        self.size, self.workspace_bytes = size, workspace_bytes
         self._runners: OrderedDict = OrderedDict()
         self._captured: list[Runner] = []  # evicted, but a graph may still use their workspace
         self._lock = threading.Lock()
@@ -299,13 +301,18 @@ class RunnerCache:
                 return runner
             with self._lock:
                 runner = self._runners.setdefault(key, runner)
-                while len(self._runners) > self.size:
+                while len(self._runners) > 1 and (
+                    len(self._runners) > self.size or self._bytes() > self.workspace_bytes
+                ):
                     _, old = self._runners.popitem(last=False)
                     if old.captured:
                         self._captured.append(old)
         if capturing:
             runner.captured = True
         return runner
+
+    def _bytes(self) -> int:
+        return sum(r.workspace_bytes for r in self._runners.values())
 
     def clear(self) -> None:
         with self._lock:
