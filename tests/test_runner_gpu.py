@@ -203,8 +203,8 @@ def test_compiled_equals_eager_and_reduce_overhead_captures_it():
     w_o = torch.randn(512, 64, device="cuda")
     args = (w.q, w.kv_cache, w.block_table, w.seq_lens, w.mask, w_o)
     eager = layer(*args)
-    torch._dynamo.reset()
     for mode in ("default", "reduce-overhead"):
+        torch._dynamo.reset()
         compiled = torch.compile(layer, fullgraph=True, mode=mode)
         for _ in range(3):  # reduce-overhead: warm-up, record, replay
             got = compiled(*args)
