@@ -87,7 +87,7 @@ class Runner:
             self._bit_weights = 1 << torch.arange(t, dtype=torch.int64, device=device)
 
         ws = self.workspace
-        self.workspace_bytes = sum(t.nbytes for t in vars(ws).values()) if ws else 0
+        self.workspace_bytes = sum(buf.nbytes for buf in vars(ws).values()) if ws else 0
         self._params = KernelParams(
             max_pages=max_pages,
             ws_o=ws.partials.data_ptr() if ws else 0,
