@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from kgen.mla import Config, build  # noqa: E402
+from kgen.mla.choose import choose_config  # noqa: E402
 from kgen.mla.workload import make_workload  # noqa: E402
-from kgen.tune.choose import choose_config  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 
 BEFORE = {  # the FMA winners of the 2026-11-29 sweep (bench/RESULTS.md)
@@ -37,7 +37,7 @@ def variants():
     for name, before in BEFORE.items():
         case = grid[name]
         yield case, "before", before
-        yield case, "after", choose_config(case.spec, case.batch, case.max_len, device)
+        yield case, "after", choose_config(case.spec, case.batch, case.max_len, device.index)
 
 
 def main() -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgen.mla import Config, Spec, build  # noqa: E402
-from kgen.tune.db import code_stamp  # noqa: E402
+from kgen.mla.tuning import code_stamp  # noqa: E402
 from kgen.tune.space import FIT_ARCHS  # noqa: E402
 
 CONFIG_FIELDS = [f.name for f in dataclasses.fields(Config)]

@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from kgen.arch import resolve_arch  # noqa: E402
+from kgen.mla.choose import choose_config  # noqa: E402
 from kgen.mla.heuristic import default_config  # noqa: E402
-from kgen.tune.choose import choose_config  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 from kgen.tune.sweep import compile_space  # noqa: E402
 from kgen.tune.trials import Trials  # noqa: E402
@@ -30,7 +30,7 @@ def main() -> int:
     out = {"ceilings": trials.ceilings(), "cases": []}
     chosen = []
     for case in load_grid(Path(__file__).parent / "grid.json"):
-        tuned = choose_config(case.spec, case.batch, case.max_len, trials.device)
+        tuned = choose_config(case.spec, case.batch, case.max_len, trials.device.index)
         default = default_config(case.spec, case.batch, case.max_len, arch, sms)
         chosen.append((case, tuned, default))
     compile_space([(c.spec, x) for c, t, d in chosen for x in (t, d)], arch.name)

@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from kgen.mla import build  # noqa: E402
+from kgen.mla.choose import choose_config  # noqa: E402
 from kgen.mla.workload import make_workload  # noqa: E402
-from kgen.tune.choose import choose_config  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 
 
@@ -25,7 +25,7 @@ def main() -> int:
     device = torch.device("cuda", torch.cuda.current_device())
     for name in sys.argv[1:]:
         case = grid[name]
-        config = choose_config(case.spec, case.batch, case.max_len, device)
+        config = choose_config(case.spec, case.batch, case.max_len, device.index)
         w = make_workload(case.spec, case.seq_lens, seed=1)
         kernel = build(case.spec, config, "native")
         out, lse = w.poisoned_outputs()

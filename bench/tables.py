@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kgen.arch import ARCHS  # noqa: E402
 from kgen.mla import Config, build  # noqa: E402
 from kgen.mla.heuristic import default_config  # noqa: E402
+from kgen.mla.tuning import SHIPPED, TuningDB, bucket, entry_key  # noqa: E402
 from kgen.sass import instruction_mix  # noqa: E402
-from kgen.tune.db import SHIPPED, TuningDB, bucket, entry_key  # noqa: E402
 from kgen.tune.report import MMA_SYNC_TFLOPS, config_name  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 

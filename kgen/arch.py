@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from kgen import device as _device
+
 KB = 1024
 
 
@@ -115,9 +117,8 @@ def resolve_arch(arch: str | Arch = DEFAULT_ARCH, device: int | None = None) -> 
     if isinstance(arch, Arch):
         return arch
     if arch == "native":
-        from kgen.launch import device_compute_capability
-
-        major, minor = device_compute_capability(device)
+        _device.init()
+        major, minor = _device.compute_capability(_device.index_of(device))
         arch = f"sm_{major}{minor}"
     try:
         return ARCHS[arch]

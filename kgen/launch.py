@@ -1,106 +1,29 @@
 """Loading cubins and launching their kernels through the CUDA driver (cuda-python).
 
 A cubin is loaded once as a context-independent CUlibrary; each kernel's attributes are set once
-per device. A launch then packs its arguments and calls cuLaunchKernel on the caller's stream:
-no compile, no allocation, no synchronisation, so it can be captured in a CUDA graph.
+per device. A launch calls cuLaunchKernel on the caller's stream: no compile, no allocation, no
+synchronisation, so it can be captured in a CUDA graph. `PackedLaunch` is the per-call fast path:
+the grid, the function handle and a pointer to the argument struct are fixed once, so a call
+only converts the stream and launches.
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from cuda.bindings import driver
 
+from kgen import device as _device
 from kgen.build import Binary
+from kgen.device import check, make_current
 from kgen.resources import UNKNOWN, FunctionUsage
 
 MAX_DEFAULT_DYNAMIC_SMEM = 48 * 1024
-
-
-class CudaError(RuntimeError):
-    """A CUDA driver call failed."""
-
-
-def check(result, what: str):
-    """Unwrap a cuda-python driver result tuple, raising CudaError with the error's name."""
-    err, *rest = result if isinstance(result, tuple) else (result,)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        _, name = driver.cuGetErrorName(err)
-        _, text = driver.cuGetErrorString(err)
-        name = name.decode() if name else str(err)
-        text = text.decode() if text else ""
-        raise CudaError(f"{what} failed: {name}: {text}")
-    if not rest:
-        return None
-    return rest[0] if len(rest) == 1 else tuple(rest)
-
-
-class NoGPUError(RuntimeError):
-    """No CUDA driver or GPU on this machine, and something needs one."""
-
-
-@functools.cache
-def _init() -> None:
-    try:
-        result = driver.cuInit(0)
-    except Exception as exc:  # noqa: BLE001 - no driver library: cuda.bindings cannot even load it
-        raise NoGPUError(
-            f"no CUDA driver found ({type(exc).__name__}: {exc}); arch='native' and running "
-            "kernels need a GPU (build with an explicit arch, e.g. arch='sm_120', without one)"
-        ) from None
-    if result[0] != driver.CUresult.CUDA_SUCCESS:
-        _, name = driver.cuGetErrorName(result[0])
-        raise NoGPUError(
-            f"cuInit failed ({name.decode() if name else result[0]}): no usable GPU; "
-            "arch='native' and running kernels need one (build with an explicit arch without one)"
-        )
-
-
-def _current_device() -> int:
-    try:
-        import torch
-
-        return torch.cuda.current_device()
-    except ImportError:
-        return 0
-
-
-def _device(index: int | None) -> driver.CUdevice:
-    _init()
-    return check(driver.cuDeviceGet(_current_device() if index is None else index), "cuDeviceGet")
-
-
-def device_compute_capability(index: int | None = None) -> tuple[int, int]:
-    dev = _device(index)
-    attr = driver.CUdevice_attribute
-    major = check(
-        driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
-        "cuDeviceGetAttribute",
-    )
-    minor = check(
-        driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
-        "cuDeviceGetAttribute",
-    )
-    return major, minor
-
-
-_thread = threading.local()
-
-
-def _ensure_context(index: int) -> None:
-    """Make the device's primary context (the one torch uses) current on this thread, once."""
-    done = getattr(_thread, "contexts", None)
-    if done is None:
-        done = _thread.contexts = set()
-    if index in done:
-        return
-    ctx = check(driver.cuDevicePrimaryCtxRetain(_device(index)), "cuDevicePrimaryCtxRetain")
-    check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-    done.add(index)
+_SUCCESS = driver.CUresult.CUDA_SUCCESS
+_NO_CONTEXT = driver.CUresult.CUDA_ERROR_INVALID_CONTEXT
 
 
 def runs_on(arch_cc: tuple[int, int], device_cc: tuple[int, int], arch_specific: bool) -> bool:
@@ -108,6 +31,19 @@ def runs_on(arch_cc: tuple[int, int], device_cc: tuple[int, int], arch_specific:
     if arch_specific:
         return arch_cc == device_cc
     return arch_cc[0] == device_cc[0] and arch_cc[1] <= device_cc[1]
+
+
+_streams: dict[int, driver.CUstream] = {}
+
+
+def cu_stream(stream: int) -> driver.CUstream:
+    """The CUstream of a raw stream handle, made once per handle."""
+    handle = _streams.get(stream)
+    if handle is None:
+        if len(_streams) > 4096:  # streams come and go (one per captured graph, say)
+            _streams.clear()
+        handle = _streams[stream] = driver.CUstream(stream)
+    return handle
 
 
 @dataclass
@@ -118,44 +54,88 @@ class Kernel:
     handle: driver.CUkernel
     _max_smem_set: dict[int, int] = field(default_factory=dict)
 
+    def prepare(self, device: int, smem: int) -> None:
+        """Allow `smem` bytes of dynamic shared memory on `device`."""
+        if smem > MAX_DEFAULT_DYNAMIC_SMEM and self._max_smem_set.get(device, 0) < smem:
+            attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            check(
+                driver.cuKernelSetAttribute(attr, smem, self.handle, _device.handle(device)),
+                f"cuKernelSetAttribute({self.name}, max dynamic smem {smem})",
+            )
+            self._max_smem_set[device] = smem
+
     def launch(
         self,
         grid: tuple[int, int, int],
         block: tuple[int, int, int],
-        args: Sequence[ctypes._SimpleCData],
+        args: Sequence[ctypes._SimpleCData | ctypes.Structure],
         stream: int = 0,
         smem: int = 0,
         device: int = 0,
     ) -> None:
         """Launch on `stream` (a CUstream handle as an int) with `args` as C values."""
-        _ensure_context(device)
-        if smem > MAX_DEFAULT_DYNAMIC_SMEM and self._max_smem_set.get(device, 0) < smem:
-            attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            check(
-                driver.cuKernelSetAttribute(attr, smem, self.handle, _device(device)),
-                f"cuKernelSetAttribute({self.name}, max dynamic smem {smem})",
-            )
-            self._max_smem_set[device] = smem
+        self.prepare(device, smem)
         pointers = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
-        check(
-            driver.cuLaunchKernel(
-                self.handle,
-                *grid,
-                *block,
-                smem,
-                driver.CUstream(stream),
-                ctypes.addressof(pointers),
-                0,
-            ),
-            f"cuLaunchKernel({self.name}, grid={grid}, block={block}, smem={smem})",
+        head = (self.handle, *grid, *block, smem)
+        argv = ctypes.addressof(pointers)
+        (err,) = driver.cuLaunchKernel(*head, cu_stream(stream), argv, 0)
+        if err != _SUCCESS:
+            _retry_or_raise(err, head, stream, argv, device, self.name)
+
+
+def _retry_or_raise(err, head: tuple, stream: int, argv: int, device: int, name: str) -> None:
+    """After a failed cuLaunchKernel(*head, stream, argv): where no context was current on this
+    thread yet, make `device`'s primary context current and launch again; else raise. (The
+    device's context must be the current one, torch's current device: kgen switches none.)"""
+    if err == _NO_CONTEXT:
+        make_current(device)
+        (err,) = driver.cuLaunchKernel(*head, cu_stream(stream), argv, 0)
+    check((err,), f"cuLaunchKernel({name}, grid={head[1:4]}, block={head[4:7]}, smem={head[7]})")
+
+
+class PackedLaunch:
+    """One kernel, grid and argument struct, packed once; `launch(stream)` sends it.
+
+    The struct is passed by value from its ctypes buffer, so writing its fields between launches
+    (the tensor pointers of the next call) is all a caller does per call.
+    """
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        smem: int,
+        device: int,
+        params: ctypes.Structure,
+    ):
+        kernel.prepare(device, smem)
+        self.kernel, self.grid, self.block, self.smem, self.device = (
+            kernel,
+            grid,
+            block,
+            smem,
+            device,
         )
+        self.params = params
+        self._argv = (ctypes.c_void_p * 1)(ctypes.addressof(params))
+        self._head = (kernel.handle, *grid, *block, smem)
+        self._argv_address = ctypes.addressof(self._argv)
+
+    def launch(self, stream: int) -> None:
+        """Launch on `stream` (torch's current device must be this launch's device)."""
+        (err,) = driver.cuLaunchKernel(*self._head, cu_stream(stream), self._argv_address, 0)
+        if err != _SUCCESS:  # no context yet on this thread, or a real error
+            _retry_or_raise(
+                err, self._head, stream, self._argv_address, self.device, self.kernel.name
+            )
 
 
 class Module:
     """A cubin loaded through the driver (context-independent), with its kernels by name."""
 
     def __init__(self, binary: Binary):
-        _init()
+        _device.init()
         self.binary = binary
         self.library = check(
             driver.cuLibraryLoadData(binary.cubin, None, None, 0, None, None, 0),
@@ -186,7 +166,7 @@ def check_arch(binary: Binary, device: int) -> None:
     if (binary.key, device) in _arch_checked:
         return
     arch = binary.arch
-    cc = device_compute_capability(device)
+    cc = _device.compute_capability(device)
     if not runs_on(arch.compute_capability, cc, arch.name.endswith("a")):
         raise ValueError(
             f"kernel {binary.stem} was built for {arch.name}, but device {device} is "
@@ -198,7 +178,8 @@ def check_arch(binary: Binary, device: int) -> None:
 def load_module(binary: Binary, device: int | None = None) -> Module:
     """The loaded module for `binary` (loaded once per process), after checking it can run on
     `device` (default: the current one)."""
-    check_arch(binary, _current_device() if device is None else device)
+    _device.init()
+    check_arch(binary, _device.index_of(device))
     with _modules_lock:
         module = _modules.get(binary.key)
         if module is None:
@@ -211,8 +192,9 @@ def function_usage(binary: Binary, name: str, device: int | None = None) -> Func
     print no ptxas report), the driver's attributes of the loaded kernel, with spills unknown."""
     if name in binary.usage:
         return binary.usage[name]
-    kernel = load_module(binary, device)[name].handle
-    dev = _device(device)
+    index = _device.index_of(device)
+    kernel = load_module(binary, index)[name].handle
+    dev = _device.handle(index)
 
     def attribute(attr):
         return check(
@@ -227,13 +209,3 @@ def function_usage(binary: Binary, name: str, device: int | None = None) -> Func
         spill_stores=UNKNOWN,
         spill_loads=UNKNOWN,
     )
-
-
-def device_sm_count(index: int | None = None) -> int:
-    attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
-    return check(driver.cuDeviceGetAttribute(attr, _device(index)), "cuDeviceGetAttribute")
-
-
-def device_name(index: int | None = None) -> str:
-    name = check(driver.cuDeviceGetName(256, _device(index)), "cuDeviceGetName")
-    return name.split(b"\0", 1)[0].decode()

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import jinja2
 
+from kgen.dtypes import DTYPES
+
 _CHECKOUT_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
 
@@ -28,13 +30,10 @@ class CType(enum.Enum):
     FLOAT16 = "__half"
     BFLOAT16 = "__nv_bfloat16"
 
-    @property
-    def size(self) -> int:
-        return 4 if self is CType.FLOAT32 else 2
-
     @classmethod
     def from_dtype(cls, dtype: str) -> CType:
-        return {"float32": cls.FLOAT32, "float16": cls.FLOAT16, "bfloat16": cls.BFLOAT16}[dtype]
+        """The C++ type of a kgen.dtypes name ("bfloat16" -> BFLOAT16)."""
+        return cls(DTYPES[dtype].cpp)
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

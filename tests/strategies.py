@@ -6,7 +6,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from kgen.arch import Arch
-from kgen.mla import Config, ConfigError, Spec, plan
+from kgen.mla import Config, ConfigError, Spec, layout_for
 
 HEADS = [1, 2, 3, 4, 6, 8, 16]
 PAGE_SIZES = [1, 3, 16, 64, 128]
@@ -37,7 +37,7 @@ def specs(draw, max_q_len: int = 16, dtypes=("float32", "float16", "bfloat16"), 
 
 @st.composite
 def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
-    """Any Config whose own fields are valid (plan may still refuse it for spec/arch)."""
+    """Any Config whose own fields are valid (layout_for may still refuse it for spec/arch)."""
     compute = draw(st.sampled_from(computes if spec.dtype != "float32" else ("fma",)))
     if compute == "mma":
         warps = draw(st.sampled_from([1, 2, 4, 8]))
@@ -66,10 +66,11 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
 
 @st.composite
 def configs(draw, spec: Spec, arch: Arch, computes=("fma", "mma")):
-    """A Config that plan accepts for spec on arch, within its register file by the estimate."""
+    """A Config that layout_for accepts for spec on arch, within its register file by the
+    estimate."""
     config = draw(raw_configs(spec, computes))
     try:
-        layout = plan(spec, config, arch)
+        layout = layout_for(spec, config, arch)
     except ConfigError:
         assume(False)
     # Past the register file the sweep skips a config (it would spill): slow to compile, no use.

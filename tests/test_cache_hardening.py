@@ -162,7 +162,7 @@ def test_a_held_lock_is_announced_and_times_out(fresh_cache, monkeypatch, capfd)
 
 def test_native_arch_without_a_gpu_says_so():
     from kgen.arch import resolve_arch
-    from kgen.launch import NoGPUError
+    from kgen.device import NoGPUError
 
     from .conftest import GPU
 

@@ -39,21 +39,24 @@ def axpy_module():
 
 
 def test_runs_on_the_current_stream(axpy_module):
+    """On a side stream, a torch op writes x behind a long sleep, then kgen launches
+    y += 2.5 * x: queued behind the write, the kernel sees the new x. Launched on any other
+    stream (torch's streams are non-blocking, so none waits for the side stream) it would run
+    during the sleep and read the old zeros; a slow host only makes a wrong launch look right,
+    never a right one look wrong."""
     import torch
 
-    x = torch.randn(100_003, device="cuda")
-    y0 = torch.randn_like(x)
-    y = y0.clone()
+    x = torch.zeros(100_003, device="cuda")
+    y = torch.zeros_like(x)
+    new_x = torch.randn_like(x)
+    torch.cuda.synchronize()
     side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        torch.cuda._sleep(50_000_000)  # keeps `side` busy: our kernel must queue behind it
+        torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time before the write
+        x.copy_(new_x)
         launch_axpy(axpy_module, x, y, 2.5)
-        done = torch.cuda.Event()
-        done.record(side)
-    assert not done.query(), "the kernel did not wait for the work queued before it on its stream"
-    side.synchronize()
-    torch.testing.assert_close(y, 2.5 * x + y0)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, 2.5 * new_x)
 
 
 def test_runs_inside_a_captured_cuda_graph(axpy_module):

@@ -1,7 +1,9 @@
 """MLA variants without a GPU: every sampled valid config renders and compiles for sm_120 and
 sm_90; invalid ones are refused before compiling, with the field and the reason."""
 
+import ast
 import contextlib
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from hypothesis import strategies as st
 
 import kgen.build
 from kgen.arch import ARCHS
-from kgen.mla import Config, ConfigError, Spec, build, plan
+from kgen.mla import Config, ConfigError, Spec, build, layout_for
 from kgen.resources import cubin_arch
 
 from .strategies import configs, raw_configs, specs
@@ -52,7 +54,7 @@ def test_invalid_configs_are_refused_before_compiling(data):
     spec = data.draw(specs(max_q_len=64), label="spec")
     config = data.draw(raw_configs(spec), label="config")
     try:
-        plan(spec, config, ARCHS["sm_120"])
+        layout_for(spec, config, ARCHS["sm_120"])
     except ConfigError as err:
         assert str(err).startswith("Config.")
         with compiler_disabled(), pytest.raises(ConfigError):
@@ -105,7 +107,7 @@ def compiler_disabled():
 )
 def test_refusals_name_field_and_reason(spec, config, field, reason):
     with pytest.raises(ConfigError, match=rf"Config\.{field}=.*{reason}"):
-        plan(spec, config, ARCHS["sm_120"])
+        layout_for(spec, config, ARCHS["sm_120"])
 
 
 def test_readme_mma_example_builds_for_sm120():
@@ -120,10 +122,9 @@ def test_readme_mma_example_builds_for_sm120():
         col_groups=4,
     )
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    assert (
-        "smem_stages=3, num_warps=8, block_n=16" in readme
-        and 'compute="mma", col_groups=4' in readme
-    )
+    call = re.search(r"cfg = kgen\.mla\.Config\((.*?)\)", readme, re.S).group(1)
+    keywords = ast.parse(f"Config({call})", mode="eval").body.keywords
+    assert Config(**{k.arg: ast.literal_eval(k.value) for k in keywords}) == config
     res = build(INTERFACE_SPEC, config, "sm_120").resources
     assert res.spills == 0 and res.smem <= ARCHS["sm_120"].smem_per_block
 
@@ -131,13 +132,13 @@ def test_readme_mma_example_builds_for_sm120():
 def test_a_register_estimate_is_no_refusal():
     """Over 255 estimated registers is a pruning hint for the sweep: build still compiles it."""
     spec, config = Spec(heads=8), Config(smem_stages=0, block_n=64)
-    layout = plan(spec, config, ARCHS["sm_120"])
+    layout = layout_for(spec, config, ARCHS["sm_120"])
     assert layout.registers_estimate > ARCHS["sm_120"].max_regs_per_thread
 
 
 def test_sm90_takes_what_sm120_cannot():
     config = Config(smem_stages=3, block_n=32)
-    plan(Spec(heads=8), config, ARCHS["sm_90"])  # 110592 bytes fit sm_90's 227 KB
+    layout_for(Spec(heads=8), config, ARCHS["sm_90"])  # 110592 bytes fit sm_90's 227 KB
 
 
 def test_split_count_does_not_change_the_binary():

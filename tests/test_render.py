@@ -51,7 +51,7 @@ def test_params_hash_is_deterministic_and_value_based():
     assert Spec(heads=8).key() != Config().key()
     assert Config.from_dict(a.to_dict()) == a
     # a fixed value, so a change in how keys are made is seen (it would orphan tuned results)
-    assert Spec(heads=8).key()[:12] == Spec.from_dict(Spec(heads=8).to_dict()).key()[:12]
+    assert Spec(heads=8).key()[:12] == "c90c63fe7de3"
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,9 @@ import pytest
 
 from kgen import __version__
 from kgen.arch import ARCHS
-from kgen.mla import Config, Spec, plan
+from kgen.mla import Config, Spec, layout_for
 from kgen.mla.heuristic import default_config
-from kgen.tune.db import TuningDB, bucket, code_stamp, staleness
+from kgen.mla.tuning import TuningDB, bucket, code_stamp, staleness
 from kgen.tune.space import Axes, Case, enumerate_configs, load_grid, prune, split_candidates
 from kgen.tune.sweep import SweepOptions, run_sweep
 from kgen.tune.worker import TrialCrashed
@@ -37,7 +37,7 @@ def test_grid_loads_every_case():
     assert next(c for c in GRID if c.name == "page1-decode").spec.page_size == 1
 
 
-def test_enumeration_and_pruning_agree_with_plan():
+def test_enumeration_and_pruning():
     spec = Spec(heads=16, q_len=4, mask="causal")
     configs = enumerate_configs(spec, Axes())
     fma = [c for c in configs if c.compute == "fma"]
@@ -48,9 +48,16 @@ def test_enumeration_and_pruning_agree_with_plan():
     pruned = prune(spec, configs, ARCHS["sm_120"])
     assert pruned.kept and pruned.refused
     assert {c.compute for c in pruned.kept} == {"fma", "mma"}
-    for config in pruned.kept:
-        layout = plan(spec, config, ARCHS["sm_120"])
-        assert layout.registers_estimate <= ARCHS["sm_120"].max_regs_per_thread
+    # Named decisions, each for its own reason: a warp grid that cannot split the rows (hard), a
+    # register estimate over sm_120's 255 (soft), and a plain pipeline that fits (kept).
+    refused = dict(pruned.refused)
+    mma_c2 = Config(
+        heads_per_block=1, smem_stages=3, num_warps=4, block_n=16, compute="mma", col_groups=2
+    )
+    assert refused[mma_c2].startswith("Config.col_groups=2: 2 row groups")
+    fma_wide = Config(heads_per_block=4, smem_stages=0, num_warps=4, block_n=4)
+    assert refused[fma_wide].startswith("soft: about 272 registers per thread")
+    assert Config(heads_per_block=1, smem_stages=2, num_warps=4, block_n=16) in pruned.kept
     hard = [r for _, r in pruned.refused if r.startswith("Config.")]
     soft = [r for _, r in pruned.refused if r.startswith("soft: ")]
     assert hard and soft and len(hard) + len(soft) == len(pruned.refused)
@@ -70,7 +77,7 @@ def test_split_candidates_stay_within_tiles():
 @pytest.mark.parametrize("arch", ["sm_120", "sm_90"])
 def test_default_config_is_valid_for_every_grid_case(case, arch):
     config = default_config(case.spec, case.batch, case.max_len, ARCHS[arch], sm_count=132)
-    plan(case.spec, config, ARCHS[arch])
+    layout_for(case.spec, config, ARCHS[arch])
     assert config.kv_splits >= 1
     assert config.compute == ("fma" if case.spec.dtype == "float32" else "mma")
     if arch == "sm_120":  # what every sm_120 card runs today: it must fit and not spill
@@ -103,8 +110,9 @@ def test_database_keys_and_staleness(tmp_path):
     (entry,) = data["entries"].values()
     entry["kgen"] = "0.0.1"
     (tmp_path / "t.json").write_text(json.dumps(data))
-    assert db.lookup("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.0").stale
-    assert entry["kgen"] != __version__
+    found = db.lookup("NVIDIA H200", "sm_90", spec, "b1_l16384", "13.0")
+    assert found.stale and found.config is None
+    assert staleness(found.entry) == f"kgen 0.0.1 (now {__version__})"
     entry["kgen"] = __version__
     entry["code"] = "0" * 16  # measured with other templates or layout models
     (tmp_path / "t.json").write_text(json.dumps(data))
@@ -121,7 +129,7 @@ def test_code_stamp_follows_the_generated_source(tmp_path, monkeypatch):
     import shutil
 
     from kgen import render
-    from kgen.tune import db
+    from kgen.mla import tuning as db
 
     spec = Spec(heads=8)
     mma = Config(heads_per_block=8, compute="mma", smem_stages=3, block_n=16)
@@ -151,7 +159,7 @@ def test_shipped_tuning_is_current_and_fits_sm120():
     within its shared memory and without spills."""
     from kgen.arch import ARCHS
     from kgen.mla import build
-    from kgen.tune.db import SHIPPED
+    from kgen.mla.tuning import SHIPPED
 
     entries = TuningDB(SHIPPED).entries()
     assert entries

@@ -1,8 +1,18 @@
-"""MLA decode and draft-tree verify attention: kgen.mla.Spec, Config, build, attention."""
+"""MLA decode and draft-tree verify attention: kgen.mla.Spec, Config, build (no GPU needed), and
+with torch: plan / Runner.run, attention, and the custom op torch.ops.kgen.mla_attention."""
 
-from kgen.mla.api import attention
+import importlib.util
+
 from kgen.mla.kernel import MLAKernel, build
-from kgen.mla.layout import ConfigError, Layout, plan
+from kgen.mla.layout import ConfigError, Layout, layout_for
 from kgen.mla.spec import Config, Spec
 
-__all__ = ["Config", "ConfigError", "Layout", "MLAKernel", "Spec", "attention", "build", "plan"]
+__all__ = ["Config", "ConfigError", "Layout", "MLAKernel", "Spec", "build", "layout_for"]
+
+if importlib.util.find_spec("torch") is not None:  # running kernels needs torch; building does not
+    from kgen.mla import op
+    from kgen.mla.api import attention, plan, spec_for
+    from kgen.mla.inputs import InputError, pack_tree_mask
+    from kgen.mla.runner import Runner
+
+    __all__ += ["InputError", "Runner", "attention", "op", "pack_tree_mask", "plan", "spec_for"]

@@ -1,8 +1,8 @@
 """The default design point when no tuned one exists: a rule of thumb over the layout models.
 
 16-bit dtypes take the tensor-core path; float32 stays on the FMA path (no TF32: its tolerance is
-1e-5). Every candidate goes through `plan` for the target arch, so the default respects its shared
-memory (sm_120: 99 KB per block) and stays under its register file.
+1e-5). Every candidate goes through `layout_for` for the target arch, so the default respects its
+shared memory (sm_120: 99 KB per block) and stays under its register file.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from kgen.arch import Arch
-from kgen.mla.layout import ConfigError, plan
+from kgen.mla.layout import ConfigError, layout_for
 from kgen.mla.spec import Config, Spec
 
 ROWS_PER_WARP_TARGET = 4  # FMA: q.k and p.v registers stay well under the 255 limit
@@ -92,7 +92,7 @@ def _first_fitting(spec: Spec, arch: Arch, compute: str, batch: int, sm_count: i
     fallback = None
     for config in candidates:
         try:
-            layout = plan(spec, config, arch)
+            layout = layout_for(spec, config, arch)
         except ConfigError:
             continue
         if layout.registers_estimate > limit:

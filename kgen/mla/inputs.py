@@ -6,13 +6,10 @@ the tensor; checks that must read device memory (seq_lens, page ids) run with va
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from kgen.mla.spec import Spec
 
-TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 INT32_MAX = 2**31 - 1
 
 
@@ -20,30 +17,19 @@ class InputError(ValueError):
     """A tensor passed to an MLA kernel does not match what the kernel expects."""
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """The checked call: tensors the kernel reads, the packed mask and the shape facts."""
-
-    q: torch.Tensor
-    kv_cache: torch.Tensor
-    block_table: torch.Tensor
-    seq_lens: torch.Tensor
-    mask_bits: torch.Tensor | None  # int64 [B or 1, q_len]
-    batch: int
-    device: torch.device
-
-
 def _fail(name: str, expected: str, got: str) -> None:
     raise InputError(f"{name}: expected {expected}, got {got}")
 
 
-def _tensor(name: str, t, device: torch.device | None, dtype: torch.dtype | None, ndim: int):
+def check_tensor(name: str, t, device: torch.device | None, dtype: torch.dtype | None, ndim: int):
+    """t is a tensor on `device` (any CUDA device where None), of `dtype` (where given), with
+    `ndim` dimensions."""
     if not isinstance(t, torch.Tensor):
         _fail(name, "a torch.Tensor", type(t).__name__)
-    if not t.is_cuda:
+    if not t.is_cuda and (device is None or device.type == "cuda"):
         _fail(name, "a CUDA tensor", f"a tensor on {t.device}")
     if device is not None and t.device != device:
-        _fail(name, f"a tensor on {device} (where q is)", f"one on {t.device}")
+        _fail(name, f"a tensor on {device}", f"one on {t.device}")
     if dtype is not None and t.dtype != dtype:
         _fail(name, f"dtype {dtype}", str(t.dtype))
     if t.dim() != ndim:
@@ -69,9 +55,21 @@ def check_vector_rows(name: str, t: torch.Tensor, vec: int, elem_bytes: int) -> 
         )
 
 
-def check_inputs(spec: Spec, vec: int, q, kv_cache, block_table, seq_lens, mask) -> Inputs:
-    dtype = TORCH_DTYPES[spec.dtype]
-    _tensor("q", q, None, dtype, 4)
+def check_inputs(
+    spec: Spec,
+    vec: int,
+    q,
+    kv_cache,
+    block_table,
+    seq_lens,
+    mask,
+    device=None,
+    planned: tuple[int, int] | None = None,
+) -> None:
+    """Every cheap check of a call's inputs (all on `device`, else on q's CUDA device, and of
+    the `planned` (batch, max_pages) where given); InputError naming the first bad tensor."""
+    dtype = spec.torch_dtype
+    check_tensor("q", q, device, dtype, 4)
     device = q.device
     batch, q_len, heads, dim = q.shape
     if (q_len, heads, dim) != (spec.q_len, spec.heads, spec.head_dim):
@@ -81,9 +79,11 @@ def check_inputs(spec: Spec, vec: int, q, kv_cache, block_table, seq_lens, mask)
             "latent+rope)",
             f"{tuple(q.shape)}",
         )
+    if planned is not None and batch != planned[0]:
+        _fail("q", f"batch {planned[0]} (the plan's)", f"shape {tuple(q.shape)}")
     check_vector_rows("q", q, vec, spec.elem_bytes)
 
-    _tensor("kv_cache", kv_cache, device, dtype, 3)
+    check_tensor("kv_cache", kv_cache, device, dtype, 3)
     if tuple(kv_cache.shape[1:]) != (spec.page_size, spec.head_dim):
         _fail(
             "kv_cache",
@@ -100,11 +100,17 @@ def check_inputs(spec: Spec, vec: int, q, kv_cache, block_table, seq_lens, mask)
             f"{kv_cache.stride(1)}",
         )
 
-    _tensor("block_table", block_table, device, torch.int32, 2)
+    check_tensor("block_table", block_table, device, torch.int32, 2)
     if block_table.shape[0] != batch:
         _fail(
             "block_table",
             f"{batch} rows (one per sequence of q)",
+            f"shape {tuple(block_table.shape)}",
+        )
+    if planned is not None and block_table.shape[1] != planned[1]:
+        _fail(
+            "block_table",
+            f"{planned[1]} columns (the plan's max_pages)",
             f"shape {tuple(block_table.shape)}",
         )
     if block_table.shape[1] and block_table.stride(1) != 1:
@@ -116,20 +122,21 @@ def check_inputs(spec: Spec, vec: int, q, kv_cache, block_table, seq_lens, mask)
             f"{block_table.shape[1]} pages x {spec.page_size}",
         )
 
-    _tensor("seq_lens", seq_lens, device, torch.int32, 1)
+    check_tensor("seq_lens", seq_lens, device, torch.int32, 1)
     if seq_lens.shape[0] != batch:
         _fail("seq_lens", f"shape [{batch}]", f"{tuple(seq_lens.shape)}")
     if batch > 1 and seq_lens.stride(0) != 1:
         _fail("seq_lens", "a contiguous tensor", f"stride {seq_lens.stride(0)}")
 
-    mask_bits = _mask_bits(spec, mask, batch, device)
-    return Inputs(q, kv_cache, block_table, seq_lens, mask_bits, batch, device)
+    check_mask(spec, mask, batch, device)
 
 
-def _mask_bits(spec: Spec, mask, batch: int, device: torch.device) -> torch.Tensor | None:
+def check_mask(spec: Spec, mask, batch: int, device: torch.device) -> None:
+    """For a tree spec a bool [B, T, T] / [T, T] or packed int64 [B, T] / [T] tensor, else None
+    (or the spec's mask by name)."""
     if spec.mask != "tree":
         if mask is None or (isinstance(mask, str) and mask == spec.mask):
-            return None
+            return
         _fail("mask", f"None (the kernel was built for mask='{spec.mask}')", _describe(mask))
     if not isinstance(mask, torch.Tensor):
         _fail(
@@ -143,13 +150,14 @@ def _mask_bits(spec: Spec, mask, batch: int, device: torch.device) -> torch.Tens
     if mask.dtype == torch.bool:
         if tuple(mask.shape) not in ((batch, t, t), (t, t)):
             _fail("mask", f"bool shape [{batch}, {t}, {t}] or [{t}, {t}]", f"{tuple(mask.shape)}")
-        return pack_tree_mask(mask).reshape(-1, t)
+        return
     if mask.dtype == torch.int64:
         if tuple(mask.shape) not in ((batch, t), (t,)):
             _fail("mask", f"packed int64 shape [{batch}, {t}] or [{t}]", f"{tuple(mask.shape)}")
-        return mask.reshape(-1, t).contiguous()
+        if not mask.is_contiguous():
+            _fail("mask", "a contiguous packed mask", f"strides {tuple(mask.stride())}")
+        return
     _fail("mask", "dtype bool (dense) or int64 (bit-packed rows)", str(mask.dtype))
-    return None
 
 
 def _describe(x) -> str:
@@ -167,12 +175,12 @@ def pack_tree_mask(mask: torch.Tensor) -> torch.Tensor:
     return (mask.to(torch.int64) * weights).sum(-1)
 
 
-def validate_on_device(spec: Spec, inputs: Inputs) -> None:
+def validate_on_device(spec: Spec, kv_cache, block_table, seq_lens) -> None:
     """The checks that read device memory (they synchronise): lengths and page ids."""
-    lens = inputs.seq_lens.cpu()
-    table = inputs.block_table.cpu()
+    lens = seq_lens.cpu()
+    table = block_table.cpu()
     capacity = table.shape[1] * spec.page_size
-    num_pages = inputs.kv_cache.shape[0]
+    num_pages = kv_cache.shape[0]
     for b, length in enumerate(lens.tolist()):
         if length < spec.q_len:
             raise InputError(
@@ -192,3 +200,40 @@ def validate_on_device(spec: Spec, inputs: Inputs) -> None:
                 f"block_table[{b}, {i}]={int(used[i])}: page ids must be in "
                 f"[0, {num_pages}) (kv_cache has {num_pages} pages)"
             )
+
+
+def check_output(name: str, given, shape: tuple, dtype, device, vec: int, elem_bytes: int) -> None:
+    """A caller's out= or lse=: the right shape, dtype and device; lse contiguous, out's rows
+    readable vec elements at a time."""
+    if (
+        not isinstance(given, torch.Tensor)
+        or tuple(given.shape) != shape
+        or given.dtype != dtype
+        or given.device != device
+    ):
+        raise InputError(f"{name}: expected a {dtype} tensor of shape {list(shape)} on {device}")
+    if name == "lse" and not given.is_contiguous():
+        raise InputError("lse: expected a contiguous tensor")
+    if name == "out":
+        check_vector_rows("out", given, vec, elem_bytes)
+
+
+def extent(t: torch.Tensor) -> tuple[int, int]:
+    """The bytes [start, end) a strided tensor's elements lie in (empty for no elements)."""
+    start = t.data_ptr()
+    if t.numel() == 0:
+        return start, start
+    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True))
+    return start, start + (last + 1) * t.element_size()
+
+
+def refuse_overlap(outputs: list, inputs: list) -> None:
+    """InputError naming both tensors where an output's bytes overlap an input's or a later
+    output's (the kernel would read what it writes); each list holds (name, start, end)."""
+    for i, (name, lo, hi) in enumerate(outputs):
+        for other, olo, ohi in (*inputs, *outputs[i + 1 :]):
+            if lo < ohi and olo < hi:
+                raise InputError(
+                    f"{name} overlaps {other}: bytes [{lo:#x}, {hi:#x}) and [{olo:#x}, {ohi:#x}); "
+                    f"outputs must not share memory with inputs or with each other"
+                )

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import functools
-import math
 
 from kgen.arch import Arch, resolve_arch
 from kgen.build import Binary, build_program
-from kgen.launch import function_usage, load_module
-from kgen.mla import workspace
-from kgen.mla.layout import Layout, plan
+from kgen.launch import function_usage
+from kgen.mla.layout import Layout, layout_for
 from kgen.mla.mma_layout import MMALayout
-from kgen.mla.program import ATTENTION, KernelParams, mla_program
+from kgen.mla.program import ATTENTION, mla_program
 from kgen.mla.spec import Config, Spec
 from kgen.resources import Resources
-
-LOG2E = 1.0 / math.log(2.0)
 
 
 class MLAKernel:
@@ -72,93 +68,39 @@ class MLAKernel:
         mask: None (spec mask 'none' or 'causal'), or for 'tree' a bool [B, T, T] / [T, T] mask or
         its bit-packed int64 rows [B, T] / [T]. scale defaults to 1/sqrt(latent + rope).
         validate=True also checks seq_lens and page ids (this reads them back: a device sync).
+        A plan for this call's shape is made on first use and kept (see kgen.mla.plan).
         """
+        from kgen.mla.runner import current_stream, runners
+
+        try:
+            index = q.get_device()
+            facts = (q.shape[0], block_table.shape[1], index)
+        except (AttributeError, IndexError, TypeError):
+            index = -1
+        if index < 0 or validate:
+            self.check_inputs(q, kv_cache, block_table, seq_lens, mask)
+            if validate:
+                from kgen.mla.inputs import validate_on_device
+
+                validate_on_device(self.spec, kv_cache, block_table, seq_lens)
+        stream = current_stream(index)
+        runner = runners.get((self, *facts, scale, stream), lambda: self.runner(*facts, scale))
+        return runner._run(stream, q, kv_cache, block_table, seq_lens, mask, out, lse)
+
+    def check_inputs(self, q, kv_cache, block_table, seq_lens, mask=None) -> None:
+        """The cheap checks of a call's tensors (InputError naming the first bad one)."""
+        from kgen.mla.inputs import check_inputs
+
+        check_inputs(self.spec, self.config.vec_width, q, kv_cache, block_table, seq_lens, mask)
+
+    def runner(self, batch: int, max_pages: int, device: int, scale: float | None = None):
+        """A Runner of this kernel for `batch` sequences and a block table `max_pages` wide on
+        CUDA device `device` (kgen.mla.plan chooses the kernel too)."""
         import torch
 
-        from kgen.mla.inputs import check_inputs, validate_on_device
+        from kgen.mla.runner import Runner
 
-        spec, cfg = self.spec, self.config
-        inputs = check_inputs(spec, cfg.vec_width, q, kv_cache, block_table, seq_lens, mask)
-        if validate:
-            validate_on_device(spec, inputs)
-        scale = spec.default_scale if scale is None else float(scale)
-        if not math.isfinite(scale):
-            raise ValueError(f"scale={scale}: must be a finite float")
-        batch, device = inputs.batch, inputs.device
-        out = self._output(
-            "out", out, (batch, spec.q_len, spec.heads, spec.latent_dim), q.dtype, device
-        )
-        lse = self._output("lse", lse, (batch, spec.q_len, spec.heads), torch.float32, device)
-        if batch == 0:
-            return out, lse
-
-        splits = cfg.kv_splits
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        stream = torch.cuda.current_stream(device).cuda_stream
-        head_groups = spec.heads // cfg.heads_per_block
-        ws_o = ws_lse = counters = None
-        if splits > 1:
-            slots = batch * workspace.workspace_slots(splits) * spec.q_len * spec.heads
-            ws_o = torch.empty((slots, spec.latent_dim), dtype=torch.float32, device=device)
-            ws_lse = torch.empty((slots,), dtype=torch.float32, device=device)
-            counters = workspace.counters(
-                device, stream, workspace.counter_count(batch, head_groups, splits)
-            )
-        mask_bits = inputs.mask_bits
-        params = KernelParams(
-            q.data_ptr(),
-            *q.stride()[:3],
-            kv_cache.data_ptr(),
-            kv_cache.stride(0),
-            kv_cache.stride(1),
-            block_table.data_ptr(),
-            block_table.stride(0),
-            block_table.shape[1],
-            kv_cache.shape[0],
-            seq_lens.data_ptr(),
-            0 if mask_bits is None else mask_bits.data_ptr(),
-            0 if mask_bits is None or mask_bits.shape[0] == 1 else mask_bits.stride(0),
-            out.data_ptr(),
-            *out.stride()[:3],
-            lse.data_ptr(),
-            0 if ws_o is None else ws_o.data_ptr(),
-            0 if ws_lse is None else ws_lse.data_ptr(),
-            0 if counters is None else counters.data_ptr(),
-            workspace.combine_fanin(splits),
-            scale * LOG2E,
-        )
-        module = load_module(self.binary, index)
-        module[ATTENTION].launch(
-            grid=(splits, head_groups, batch),
-            block=(self.layout.threads, 1, 1),
-            args=[params],
-            stream=stream,
-            smem=self.layout.dynamic_smem,
-            device=index,
-        )
-        return out, lse
-
-    def _output(self, name, given, shape, dtype, device):
-        import torch
-
-        if given is None:
-            return torch.empty(shape, dtype=dtype, device=device)
-        if (
-            not isinstance(given, torch.Tensor)
-            or tuple(given.shape) != shape
-            or given.dtype != dtype
-            or given.device != device
-        ):
-            raise ValueError(
-                f"{name}: expected a {dtype} tensor of shape {list(shape)} on {device}"
-            )
-        if name == "lse" and not given.is_contiguous():
-            raise ValueError("lse: expected a contiguous tensor")
-        if name == "out":
-            from kgen.mla.inputs import check_vector_rows
-
-            check_vector_rows("out", given, self.config.vec_width, self.spec.elem_bytes)
-        return given
+        return Runner(self, batch, max_pages, torch.device("cuda", device), scale)
 
 
 def build(spec: Spec, config: Config, arch: str | Arch = "sm_120") -> MLAKernel:
@@ -173,6 +115,6 @@ def build(spec: Spec, config: Config, arch: str | Arch = "sm_120") -> MLAKernel:
 
 @functools.lru_cache(maxsize=1024)
 def _build(spec: Spec, config: Config, arch: Arch) -> MLAKernel:
-    layout = plan(spec, config, arch)
+    layout = layout_for(spec, config, arch)
     binary = build_program(mla_program(spec, config, layout), arch)
     return MLAKernel(spec, config, arch, layout, binary)

@@ -1,6 +1,6 @@
 """How a (Spec, Config) pair maps onto a thread block, and whether it can work on an arch.
 
-Everything the template needs beyond Spec and Config is derived here, once; `plan` refuses a
+Everything the template needs beyond Spec and Config is derived here, once; `layout_for` refuses a
 combination that cannot work (with the field and the reason) before anything is compiled.
 """
 
@@ -56,10 +56,6 @@ class Layout:
     def dynamic_smem(self) -> int:
         return max(self.q_smem_bytes + self.stage_bytes, self.merge_bytes, COMBINE_SMEM)
 
-    @property
-    def idle_warps(self) -> int:
-        return self.threads // 32 - self.row_warps * self.pos_groups
-
 
 def warp_grid(rows: int, num_warps: int) -> tuple[int, int, int]:
     """(rows_per_warp, row_warps, pos_groups): rows spread over warps; spare warps split positions
@@ -74,7 +70,7 @@ def _round_up(x: int, unit: int) -> int:
     return -(-x // unit) * unit
 
 
-def plan(spec: Spec, config: Config, arch: Arch):
+def layout_for(spec: Spec, config: Config, arch: Arch):
     """The block layout of this variant on `arch` (a Layout for compute='fma', an MMALayout for
     'mma'), or ConfigError saying why it cannot work. A register estimate over the arch's limit
     is not a refusal: ptxas may do better, and spills are reported, not forbidden."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from kgen.dtypes import DTYPES
 from kgen.params import Params
 
-DTYPES = ("float32", "float16", "bfloat16")
 MASKS = ("none", "causal", "tree")
 MAX_Q_LEN = 64  # a draft-tree row is one 64-bit word
 COMPUTES = ("fma", "mma")
@@ -32,7 +32,7 @@ class Spec(Params):
         self._require_int("latent_dim", 1, 4096)
         self._require_int("rope_dim", 0, 4096)
         self._require_int("page_size", 1, 1 << 20)
-        self._require_choice("dtype", DTYPES)
+        self._require_choice("dtype", tuple(DTYPES))
         self._require_choice("mask", MASKS)
         self._require(
             self.mask != "none" or self.q_len == 1,
@@ -46,14 +46,18 @@ class Spec(Params):
 
     @property
     def elem_bytes(self) -> int:
-        return 4 if self.dtype == "float32" else 2
+        return DTYPES[self.dtype].size
+
+    @property
+    def torch_dtype(self):
+        return DTYPES[self.dtype].torch()
 
     @property
     def default_scale(self) -> float:
         return 1.0 / math.sqrt(self.head_dim)
 
     def short_name(self) -> str:
-        dt = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[self.dtype]
+        dt = DTYPES[self.dtype].short
         dims = (
             ""
             if (self.latent_dim, self.rope_dim) == (512, 64)

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import torch
 
-from kgen.mla.inputs import TORCH_DTYPES
 from kgen.mla.spec import Spec
 
 
@@ -84,7 +83,7 @@ def make_workload(
     gen = torch.Generator().manual_seed(seed)  # small, structural draws (pages, trees)
     device = torch.device(device)
     big = torch.Generator(device=device).manual_seed(seed)  # the bulk values, drawn in place
-    dtype = TORCH_DTYPES[spec.dtype]
+    dtype = spec.torch_dtype
     batch, ps = len(seq_lens), spec.page_size
     pages_per_seq = [-(-n // ps) for n in seq_lens]
     width = max([max_pages or 0, *pages_per_seq, 1])

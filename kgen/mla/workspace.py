@@ -1,24 +1,15 @@
-"""The split-KV workspace of one launch and the arrival counters of the fused combine.
+"""The split-KV workspace of a planned call and the arrival counters of the fused combine.
 
-Partials come from torch's caching allocator per call (graph-capturable). The counters must be
-zero when a launch starts; every launch leaves them zero again, so one zeroed buffer per
-(device, stream) serves every kernel launched on that stream, one launch after another. A buffer
-outgrown by a larger launch is kept alive, not freed: a CUDA graph may have captured its address.
-
-Known limit (issue 3/4's subject): a buffer first allocated while a stream is being captured is
-zeroed by a memset inside that graph only; a second graph captured on the same stream before the
-first is ever replayed would start from uninitialised counters. Run a call eagerly on the capture
-stream first, or replay the first graph once.
+`plan` allocates it once per Runner: partial outputs and their log-sum-exps, and the counters,
+zeroed there. The counters must be zero when a launch starts and every launch leaves them zero
+again, so one buffer serves every launch of the Runner, one after another on a stream (or in a
+CUDA graph): nothing is allocated or zeroed per call.
 """
 
 from __future__ import annotations
 
 import math
-import threading
-
-_counters: dict[tuple[int, int], object] = {}
-_outgrown: list[object] = []  # never freed: captured graphs may still point at them
-_lock = threading.Lock()
+from dataclasses import dataclass
 
 
 def combine_fanin(splits: int) -> int:
@@ -43,16 +34,28 @@ def counter_count(batch: int, head_groups: int, splits: int) -> int:
     return batch * head_groups * (combine_groups(splits) + 1)
 
 
-def counters(device, stream: int, count: int):
-    """A zeroed int32 buffer of at least `count` counters for launches on `stream`."""
+@dataclass(frozen=True)
+class Workspace:
+    """What a launch with several KV splits needs besides its inputs and outputs."""
+
+    partials: object  # float32 [slots, latent_dim]: the splits' partial outputs
+    partial_lse: object  # float32 [slots]
+    counters: object  # int32, zero between launches
+
+
+def allocate(
+    batch: int, q_len: int, heads: int, latent_dim: int, head_groups: int, splits: int, device
+) -> Workspace | None:
+    """The workspace of `splits` KV splits (None for one split), with the counters zeroed."""
     import torch
 
-    key = (device.index, stream)
-    with _lock:
-        buf = _counters.get(key)
-        if buf is None or buf.numel() < count:
-            if buf is not None:
-                _outgrown.append(buf)
-            buf = torch.zeros(max(count, 1024), dtype=torch.int32, device=device)
-            _counters[key] = buf
-        return buf
+    if splits == 1 or batch == 0:
+        return None
+    slots = batch * workspace_slots(splits) * q_len * heads
+    return Workspace(
+        partials=torch.empty((slots, latent_dim), dtype=torch.float32, device=device),
+        partial_lse=torch.empty((slots,), dtype=torch.float32, device=device),
+        counters=torch.zeros(
+            counter_count(batch, head_groups, splits), dtype=torch.int32, device=device
+        ),
+    )

@@ -152,7 +152,7 @@ def add_tune_parser(commands) -> None:
 
 
 def _tune(args) -> int:
-    from kgen.tune.db import SHIPPED, TuningDB, staleness
+    from kgen.mla.tuning import SHIPPED, TuningDB, staleness
 
     dbs = [TuningDB(args.db)] if args.db else [TuningDB.user(), TuningDB(SHIPPED)]
     stale = 0

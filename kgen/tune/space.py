@@ -1,5 +1,5 @@
 """The design space of one MLA spec: which configs a sweep compiles, and which split counts it
-times. Pruning uses kgen.mla.plan, so a refused config never reaches the compiler."""
+times. Pruning uses kgen.mla.layout_for, so a refused config never reaches the compiler."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgen.arch import Arch
-from kgen.mla import Config, ConfigError, Spec, plan
+from kgen.mla import Config, ConfigError, Spec, layout_for
 from kgen.mla.heuristic import widest_vec
 
 # (smem_stages, block_n): registers-only with a few positions in flight, one shared tile, and
@@ -122,16 +122,16 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
 
 def prune(spec: Spec, configs: list[Config], arch: Arch, also_fit: tuple[Arch, ...] = ()) -> Pruned:
     """Split configs into those worth compiling and those refused, with the reason: hard refusals
-    (plan's ConfigError: cannot work on `arch` or on an arch of `also_fit`, so that what a sweep
-    on the test GPU tunes also runs on the target) and soft ones (an estimate of more registers
-    per thread than the arch has: it would spill, so the sweep skips it, though build would
-    compile it)."""
+    (layout_for's ConfigError: cannot work on `arch` or on an arch of `also_fit`, so that what a
+    sweep on the test GPU tunes also runs on the target) and soft ones (an estimate of more
+    registers per thread than the arch has: it would spill, so the sweep skips it, though build
+    would compile it)."""
     result = Pruned()
     for config in configs:
         try:
             for other in also_fit:
-                plan(spec, config, other)
-            layout = plan(spec, config, arch)
+                layout_for(spec, config, other)
+            layout = layout_for(spec, config, arch)
         except (ConfigError, ValueError) as err:
             result.refused.append((config, str(err)))
             continue

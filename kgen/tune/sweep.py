@@ -19,7 +19,7 @@ from kgen.arch import resolve_arch
 from kgen.compiler import CompileError, nvrtc_version
 from kgen.mla import Config, Spec, build
 from kgen.mla.heuristic import default_config
-from kgen.tune.db import TuningDB, bucket
+from kgen.mla.tuning import TuningDB, bucket
 from kgen.tune.space import FIT_ARCHS, Axes, Case, enumerate_configs, prune, split_candidates
 from kgen.tune.worker import TrialCrashed
 

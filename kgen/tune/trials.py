@@ -9,6 +9,7 @@ import math
 import numpy as np
 import torch
 
+from kgen import device
 from kgen.mla import Config, build
 from kgen.mla.check import check_attention
 from kgen.mla.workload import Workload, make_workload
@@ -24,16 +25,15 @@ class Trials:
     """Trial runner bound to one GPU (the current one)."""
 
     def __init__(self):
-        self.device = torch.device("cuda", torch.cuda.current_device())
+        self.device = torch.device("cuda", device.current())
         self.timer = Timer(self.device)
 
     def gpu(self) -> tuple[str, int]:
         """The GPU's name and SM count."""
-        props = torch.cuda.get_device_properties(self.device)
-        return props.name, props.multi_processor_count
+        return device.name(self.device.index), device.sm_count(self.device.index)
 
     def ceilings(self) -> dict:
-        return {"gpu": torch.cuda.get_device_name(self.device), **measure_ceilings(self.device)}
+        return {"gpu": device.name(self.device.index), **measure_ceilings(self.device)}
 
     def variant(
         self, case: Case, config: Config, splits: list[int], seed: int, reps: int

@@ -1,9 +1,9 @@
-"""The tuning database: the best config per (GPU, arch, spec, shape bucket), stamped with the kgen
-and NVRTC versions and a hash of the CUDA source kgen generates for that config (what the
-templates and layout models make of it), so a result measured with other kernel code is reported
-stale and never reused, while an edit elsewhere (another compute path, say) leaves it valid.
-Every timed trial of the case is kept beside the winner: the data the next heuristic is fitted
-from."""
+"""The tuning database, read by config="auto" and written by the sweep (kgen.tune): the best
+config per (GPU, arch, spec, shape bucket), stamped with the kgen and NVRTC versions and a hash of
+the CUDA source kgen generates for that config (what the templates and layout models make of it),
+so a result measured with other kernel code is reported stale and never reused, while an edit
+elsewhere (another compute path, say) leaves it valid. Every timed trial of the case is kept
+beside the winner: the data the next heuristic is fitted from."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from kgen import __version__, env
-from kgen.mla import Config, Spec
+from kgen.mla.spec import Config, Spec
 
 SHIPPED = Path(__file__).resolve().parent.parent / "tuned" / "tuning.json"
 
@@ -33,11 +33,11 @@ def code_stamp(spec: Spec, config: Config, arch: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _source_stamp(spec: Spec, config: Config, arch: str) -> str:
     from kgen.arch import ARCHS
-    from kgen.mla.layout import ConfigError, plan
+    from kgen.mla.layout import ConfigError, layout_for
     from kgen.mla.program import mla_program
 
     try:
-        program = mla_program(spec, config, plan(spec, config, ARCHS[arch]))
+        program = mla_program(spec, config, layout_for(spec, config, ARCHS[arch]))
     except (ConfigError, KeyError):
         return "refused"
     return hashlib.sha256(program.source.encode()).hexdigest()[:16]

@@ -1,0 +1,158 @@
+"""Host cost of one call: 3000 back-to-back calls of a tiny decode problem (the GPU is never the
+bottleneck), then one sync; per-call microseconds, median of 5 rounds, beside a one-element
+torch.add for scale and the bare cuLaunchKernel floor (prepacked arguments, cached handles).
+
+    PYTHONPATH=. python3 bench/host_overhead.py          # on a GPU
+    PYTHONPATH=. python3 bench/host_overhead.py --cpu    # no GPU: run's Python only, launch mocked
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+import types
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+from cuda.bindings import driver  # noqa: E402
+
+import kgen  # noqa: E402
+from kgen.launch import cu_stream  # noqa: E402
+from kgen.mla import Config, Spec, pack_tree_mask  # noqa: E402
+from kgen.mla import runner as runner_module  # noqa: E402
+from kgen.mla.workload import make_workload  # noqa: E402
+
+CALLS, ROUNDS = 3000, 5
+DECODE = Spec(heads=16, q_len=1, dtype="bfloat16", page_size=64, mask="none")
+VERIFY = Spec(heads=16, q_len=4, dtype="bfloat16", page_size=64, mask="tree")
+CONFIG = Config(  # 16 rows per block for either spec: one m16 tile
+    heads_per_block=16,
+    kv_splits=1,
+    vec_width=8,
+    smem_stages=3,
+    num_warps=4,
+    block_n=16,
+    compute="mma",
+    col_groups=4,
+)
+CONFIGS = {DECODE: CONFIG, VERIFY: Config(**{**CONFIG.to_dict(), "heads_per_block": 4})}
+
+
+def per_call_us(call, sync) -> tuple[float, float]:
+    """Median and spread (max - min) over ROUNDS of the host time per call of CALLS calls."""
+    for _ in range(200):
+        call()
+    sync()
+    rounds = []
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        for _ in range(CALLS):
+            call()
+        rounds.append((time.perf_counter() - start) / CALLS * 1e6)
+        sync()
+    return statistics.median(rounds), max(rounds) - min(rounds)
+
+
+def gpu_rows():
+    w = make_workload(DECODE, [16], seed=0)
+    tree = make_workload(VERIFY, [16], seed=0)
+    runner = kgen.mla.plan(DECODE, 1, w.block_table.shape[1], config=CONFIG, scale=w.scale)
+    verifier = kgen.mla.plan(VERIFY, 1, tree.block_table.shape[1], config=CONFIGS[VERIFY])
+    out, lse = w.poisoned_outputs()
+    tree_out, tree_lse = tree.poisoned_outputs()
+    bits = pack_tree_mask(tree.mask)
+    packed = runner._launch
+    head, argv = packed._head, packed._argv_address
+    stream = runner_module.current_stream(runner._index)
+    handle = cu_stream(stream)
+    a, b = torch.zeros(1, device="cuda"), torch.zeros(1, device="cuda")
+    return [
+        ("torch.add, one element", lambda: torch.add(a, b)),
+        (
+            "cuLaunchKernel, prepacked (floor)",
+            lambda: driver.cuLaunchKernel(*head, handle, argv, 0),
+        ),
+        ("PackedLaunch.launch", lambda: packed.launch(stream)),
+        (
+            "runner.run, out/lse given",
+            lambda: runner.run(w.q, w.kv_cache, w.block_table, w.seq_lens, out=out, lse=lse),
+        ),
+        ("runner.run, outputs allocated", lambda: runner.run(*w.args()[:4])),
+        (
+            "runner.run, tree, packed mask",
+            lambda: verifier.run(
+                tree.q, tree.kv_cache, tree.block_table, tree.seq_lens, bits, tree_out, tree_lse
+            ),
+        ),
+        (
+            "runner.run, tree, bool mask",
+            lambda: verifier.run(
+                tree.q,
+                tree.kv_cache,
+                tree.block_table,
+                tree.seq_lens,
+                tree.mask,
+                tree_out,
+                tree_lse,
+            ),
+        ),
+        ("kgen.mla.attention", lambda: kgen.mla.attention(*w.args(), config=CONFIG)),
+        ("kgen.mla.attention, config='auto'", lambda: kgen.mla.attention(*w.args())),
+        ("prebuilt kernel(...)", lambda: runner.kernel(*w.args())),
+    ]
+
+
+def cpu_rows():
+    """run's Python alone: a Runner on CPU tensors whose launch does nothing."""
+    from kgen.arch import ARCHS
+    from kgen.mla import layout_for
+
+    runner_module.current_stream = lambda index: 0
+    runner_module.current_device = lambda: -1
+    runner_module.Runner._packed_launch = lambda self, grid: types.SimpleNamespace(
+        launch=lambda stream: None
+    )
+    rows = []
+    for spec in (DECODE, VERIFY):
+        kernel = types.SimpleNamespace(
+            spec=spec,
+            config=CONFIGS[spec],
+            layout=layout_for(spec, CONFIGS[spec], ARCHS["sm_120"]),
+            binary=None,
+        )
+        runner = runner_module.Runner(kernel, 1, 1, torch.device("cpu"))
+        q = torch.zeros(1, spec.q_len, spec.heads, spec.head_dim, dtype=torch.bfloat16)
+        kv = torch.zeros(4, spec.page_size, spec.head_dim, dtype=torch.bfloat16)
+        table, lens = torch.zeros(1, 1, dtype=torch.int32), torch.ones(1, dtype=torch.int32)
+        out = torch.zeros(1, spec.q_len, spec.heads, spec.latent_dim, dtype=torch.bfloat16)
+        lse = torch.zeros(1, spec.q_len, spec.heads)
+        bits = torch.ones(1, spec.q_len, dtype=torch.int64) if spec.mask == "tree" else None
+        rows.append(
+            (
+                f"runner.run ({spec.mask}), out/lse given, launch mocked",
+                lambda r=runner, a=(q, kv, table, lens, bits, out, lse): r.run(*a),
+            )
+        )
+    a, b = torch.zeros(1), torch.zeros(1)
+    return [("torch.add, one element (CPU)", lambda: torch.add(a, b)), *rows]
+
+
+def main() -> int:
+    on_cpu = "--cpu" in sys.argv
+    rows = cpu_rows() if on_cpu else gpu_rows()
+    sync = (lambda: None) if on_cpu else torch.cuda.synchronize
+    where = "CPU (launch mocked)" if on_cpu else torch.cuda.get_device_name()
+    print(f"host cost per call, {CALLS} back-to-back calls x {ROUNDS} rounds, {where}")
+    base = None
+    for name, call in rows:
+        median, spread = per_call_us(call, sync)
+        base = base or median
+        print(f"{name:42s} {median:7.2f} us  (spread {spread:5.2f})  {median / base:5.2f}x add")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,323 @@
+"""Runner: one planned MLA call shape, run once per layer (the serving-engine form of a call).
+
+A Runner is made by `kgen.mla.plan` (kgen/mla/api.py) with everything that depends only on the
+shapes, dtypes, device and config already done: the kernel is loaded, the split-KV workspace is
+allocated (its counters zeroed) and the launch parameters are packed. `run` checks the tensors
+against the plan, writes their pointers into the packed parameters and launches once: it does
+not compile, synchronise, or allocate device memory (given out= and lse=, and a packed or no
+mask), so many runs, one per layer, can be captured in one CUDA graph.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+
+import torch
+
+from kgen.launch import PackedLaunch, load_module
+from kgen.mla import workspace
+from kgen.mla.inputs import (
+    INT32_MAX,
+    check_inputs,
+    check_mask,
+    check_output,
+    extent,
+    refuse_overlap,
+)
+from kgen.mla.program import ATTENTION, KernelParams
+
+LOG2E = 1.0 / math.log(2.0)
+
+current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+    lambda index: torch.cuda.current_stream(index).cuda_stream
+)  # the raw handle of torch's current stream on a device (Inductor's get_raw_stream)
+current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+
+
+class Runner:
+    """A planned call: `run(q, kv_cache, block_table, seq_lens, mask, out, lse)` per layer.
+
+    The plan fixes the spec (heads, q_len, dims, dtype, page size, mask kind), the config, the
+    batch, block_table's width (max_pages), the device and the softmax scale; the pages of the
+    cache (its first dimension), the tensors' addresses and the values in them may change from
+    call to call. A Runner's workspace serves one launch at a time: run it on one stream (or in
+    graphs replayed on one), and keep it alive as long as a graph that captured it.
+    """
+
+    def __init__(self, kernel, batch: int, max_pages: int, device: torch.device, scale=None):
+        spec, config = kernel.spec, kernel.config
+        scale = spec.default_scale if scale is None else float(scale)
+        if not math.isfinite(scale):
+            raise ValueError(f"scale={scale}: must be a finite float")
+        self.kernel, self.spec, self.config = kernel, spec, config
+        self.batch, self.max_pages, self.device, self.scale = batch, max_pages, device, scale
+        self.captured = False  # set when it ran inside a CUDA-graph capture (see RunnerCache)
+
+        b, t, h, d, dl = batch, spec.q_len, spec.heads, spec.head_dim, spec.latent_dim
+        esize = spec.elem_bytes
+        self._index = device.index if device.type == "cuda" else -1  # what get_device() says
+        self._dtype = spec.torch_dtype
+        self._align = config.vec_width * esize - 1  # address bits that must be zero
+        self._q_shape = torch.Size((b, t, h, d))
+        self._out_shape = torch.Size((b, t, h, dl))
+        self._lse_shape = torch.Size((b, t, h))
+        self._table_shape = torch.Size((b, max_pages))
+        self._lens_shape = torch.Size((b,))
+        self._page_shape = (spec.page_size, d)
+        self._q_bytes, self._out_bytes = b * t * h * d * esize, b * t * h * dl * esize
+        self._lse_bytes, self._table_bytes, self._lens_bytes = (
+            b * t * h * 4,
+            b * max_pages * 4,
+            b * 4,
+        )
+        self._page_bytes = spec.page_size * d * esize
+        self._tree = spec.mask == "tree"
+        self._mask_span = (0, 0)  # the bytes of the last tree mask given
+        self._packed_shapes = {torch.Size((b, t)): t, torch.Size((t,)): 0}  # -> mask_sb
+        self._bool_shapes = (torch.Size((b, t, t)), torch.Size((t, t)))
+
+        head_groups = spec.heads // config.heads_per_block
+        splits = config.kv_splits
+        self.workspace = workspace.allocate(b, t, h, dl, head_groups, splits, device)
+        if self._tree:  # a bool mask is packed into these, in place
+            self._bits = torch.zeros((b, t), dtype=torch.int64, device=device)
+            self._scratch = torch.empty((b, t, t), dtype=torch.int64, device=device)
+            self._bit_weights = 1 << torch.arange(t, dtype=torch.int64, device=device)
+
+        ws = self.workspace
+        self.workspace_bytes = sum(buf.nbytes for buf in vars(ws).values()) if ws else 0
+        self._params = KernelParams(
+            max_pages=max_pages,
+            ws_o=ws.partials.data_ptr() if ws else 0,
+            ws_lse=ws.partial_lse.data_ptr() if ws else 0,
+            counters=ws.counters.data_ptr() if ws else 0,
+            combine_fanin=workspace.combine_fanin(splits),
+            scale_log2=scale * LOG2E,
+        )
+        self._set_planned_strides()
+        self._launch = self._packed_launch((splits, head_groups, b)) if b else None
+
+    def _packed_launch(self, grid: tuple[int, int, int]) -> PackedLaunch:
+        layout = self.kernel.layout
+        kernel = load_module(self.kernel.binary, self._index)[ATTENTION]
+        return PackedLaunch(
+            kernel, grid, (layout.threads, 1, 1), layout.dynamic_smem, self._index, self._params
+        )
+
+    def _set_planned_strides(self) -> None:
+        """The strides of contiguous tensors of the planned shapes."""
+        p, spec = self._params, self.spec
+        t, h, d, dl = spec.q_len, spec.heads, spec.head_dim, spec.latent_dim
+        p.q_sb, p.q_st, p.q_sh = t * h * d, h * d, d
+        p.kv_sp, p.kv_sr = spec.page_size * d, d
+        p.bt_sb = self.max_pages
+        p.o_sb, p.o_st, p.o_sh = t * h * dl, h * dl, dl
+        self._odd_strides = False
+
+    def __repr__(self) -> str:
+        return (
+            f"Runner({self.spec.short_name()}, {self.config.short_name()}, "
+            f"splits={self.config.kv_splits}, batch={self.batch}, max_pages={self.max_pages}, "
+            f"{self.device})"
+        )
+
+    def run(self, q, kv_cache, block_table, seq_lens, mask=None, out=None, lse=None):
+        """out [B, T, H, latent_dim] and lse [B, T, H] on torch's current stream.
+
+        mask: None (or the spec's mask by name) unless the spec's mask is 'tree'; then a bool
+        [B, T, T] / [T, T] mask (packed here into the plan's buffer: two small torch ops) or its
+        bit rows, int64 [B, T] / [T] (pack once per step with kgen.mla.pack_tree_mask: nothing
+        then runs besides the kernel). out= and lse= must not overlap any input.
+        """
+        return self._run(
+            current_stream(self._index), q, kv_cache, block_table, seq_lens, mask, out, lse
+        )
+
+    def _run(self, stream: int, q, kv_cache, block_table, seq_lens, mask, out, lse):
+        index, dtype, p = self._index, self._dtype, self._params
+        given = out is not None or lse is not None
+        if out is None:
+            out = torch.empty(self._out_shape, dtype=dtype, device=self.device)
+        if lse is None:
+            lse = torch.empty(self._lse_shape, dtype=torch.float32, device=self.device)
+        # The fast path: every tensor contiguous with the planned shape, dtype and device (and the
+        # packed strides the planned ones). Anything else takes the full checks, which either
+        # name the bad tensor or bind its strides.
+        try:
+            pages, page_size, head_dim = kv_cache.shape
+            planned = (
+                not self._odd_strides
+                and (q.dtype is dtype and q.shape == self._q_shape)
+                and (q.get_device() == index and q.is_contiguous())
+                and (kv_cache.dtype is dtype and (page_size, head_dim) == self._page_shape)
+                and (kv_cache.get_device() == index and kv_cache.is_contiguous())
+                and (block_table.dtype is torch.int32 and block_table.shape == self._table_shape)
+                and (block_table.get_device() == index and block_table.is_contiguous())
+                and (seq_lens.dtype is torch.int32 and seq_lens.shape == self._lens_shape)
+                and (seq_lens.get_device() == index and seq_lens.is_contiguous())
+                and (
+                    not given
+                    or (out.dtype is dtype and out.shape == self._out_shape)
+                    and (out.get_device() == index and out.is_contiguous())
+                    and (lse.dtype is torch.float32 and lse.shape == self._lse_shape)
+                    and (lse.get_device() == index and lse.is_contiguous())
+                )
+                and pages <= INT32_MAX
+            )
+        except (AttributeError, TypeError, ValueError):  # not a tensor, or not 3-D
+            planned = False
+        if planned:
+            q_ptr, kv_ptr, out_ptr = q.data_ptr(), kv_cache.data_ptr(), out.data_ptr()
+            planned = not (q_ptr | kv_ptr | out_ptr) & self._align
+        if planned:
+            p.q, p.kv, p.out, p.num_pages = q_ptr, kv_ptr, out_ptr, pages
+            p.block_table, p.seq_lens, p.lse = (
+                block_table.data_ptr(),
+                seq_lens.data_ptr(),
+                lse.data_ptr(),
+            )
+        else:
+            self._bind_checked(q, kv_cache, block_table, seq_lens, mask, out, lse)
+        if self._tree and self._launch is not None:
+            self._bind_tree_mask(mask)
+        elif mask is not None:
+            check_mask(self.spec, mask, self.batch, self.device)
+        if given:
+            self._refuse_overlap(planned, q, kv_cache, block_table, seq_lens, mask, out, lse)
+        if self._launch is None:
+            return out, lse
+        if current_device() == index:
+            self._launch.launch(stream)
+        else:  # like a torch op, run on the tensors' device whatever the current one is
+            with torch.cuda.device(index):
+                self._launch.launch(stream)
+        return out, lse
+
+    def _bind_checked(self, q, kv_cache, block_table, seq_lens, mask, out, lse) -> None:
+        """Every check (InputError naming the tensor), then every pointer and stride."""
+        spec, vec = self.spec, self.config.vec_width
+        planned = (self.batch, self.max_pages)
+        check_inputs(spec, vec, q, kv_cache, block_table, seq_lens, mask, self.device, planned)
+        check_output(
+            "out", out, tuple(self._out_shape), self._dtype, self.device, vec, spec.elem_bytes
+        )
+        check_output("lse", lse, tuple(self._lse_shape), torch.float32, self.device, vec, 4)
+        p = self._params
+        p.q, (p.q_sb, p.q_st, p.q_sh) = q.data_ptr(), q.stride()[:3]
+        p.kv, (p.kv_sp, p.kv_sr) = kv_cache.data_ptr(), kv_cache.stride()[:2]
+        p.block_table, p.bt_sb = block_table.data_ptr(), block_table.stride(0)
+        p.num_pages = kv_cache.shape[0]
+        p.seq_lens = seq_lens.data_ptr()
+        p.out, (p.o_sb, p.o_st, p.o_sh) = out.data_ptr(), out.stride()[:3]
+        p.lse = lse.data_ptr()
+        # Contiguous tensors of the planned shapes have the planned strides (where a dimension
+        # has one element its stride is never used); any other strides stay until a call whose
+        # tensors are all planned writes the planned ones back.
+        self._odd_strides = not all(t.is_contiguous() for t in (q, kv_cache, block_table, out))
+
+    def _bind_tree_mask(self, mask) -> None:
+        """Point the kernel at the mask's bit rows, packing a bool mask into the plan's buffer."""
+        try:
+            usable = mask.get_device() == self._index and (
+                (mask.dtype is torch.bool and mask.shape in self._bool_shapes)
+                or (
+                    mask.dtype is torch.int64
+                    and mask.shape in self._packed_shapes
+                    and mask.is_contiguous()
+                )
+            )
+        except AttributeError:
+            usable = False
+        if not usable:
+            check_mask(self.spec, mask, self.batch, self.device)  # raises, saying what is wrong
+        p = self._params
+        if mask.dtype is torch.int64:
+            p.mask, p.mask_sb = mask.data_ptr(), self._packed_shapes[mask.shape]
+            self._mask_span = (p.mask, p.mask + mask.numel() * 8)
+            return
+        self._mask_span = extent(mask)
+        per_sequence = mask.dim() == 3  # else one [T, T] mask for every sequence
+        scratch, bits = (
+            (self._scratch, self._bits) if per_sequence else (self._scratch[0], self._bits[0])
+        )
+        torch.mul(mask, self._bit_weights, out=scratch)
+        torch.sum(scratch, -1, out=bits)
+        p.mask, p.mask_sb = self._bits.data_ptr(), self.spec.q_len if per_sequence else 0
+
+    def _refuse_overlap(self, planned, q, kv_cache, block_table, seq_lens, mask, out, lse):
+        """InputError naming both tensors where out or lse shares bytes with an input or with
+        each other. Planned tensors are contiguous, of known sizes: their ranges are cheap, and
+        only an overlap among them takes the general path, which names the pair."""
+        if planned:
+            p = self._params
+            out_lo, lse_lo = p.out, p.lse
+            out_hi, lse_hi = out_lo + self._out_bytes, lse_lo + self._lse_bytes
+            inputs = (
+                (p.q, p.q + self._q_bytes),
+                (p.kv, p.kv + p.num_pages * self._page_bytes),
+                (p.block_table, p.block_table + self._table_bytes),
+                (p.seq_lens, p.seq_lens + self._lens_bytes),
+                self._mask_span,
+            )
+            clear = out_hi <= lse_lo or lse_hi <= out_lo
+            for lo, hi in inputs:
+                if not clear:
+                    break
+                clear = (hi <= out_lo or out_hi <= lo) and (hi <= lse_lo or lse_hi <= lo)
+            if clear:
+                return
+        tensors = [("q", q), ("kv_cache", kv_cache), ("block_table", block_table)]
+        tensors += [("seq_lens", seq_lens), ("mask", mask)]
+        inputs = [(name, *extent(t)) for name, t in tensors if isinstance(t, torch.Tensor)]
+        refuse_overlap([("out", *extent(out)), ("lse", *extent(lse))], inputs)
+
+
+class RunnerCache:
+    """Runners made on demand by kernel(...) and attention(...): the most recently used, up to
+    `size` of them and `workspace_bytes` of workspace (beyond, the least recently used go).
+
+    A CUDA graph captured with a runner keeps pointing at its workspace, so a runner that ran
+    during a capture is never freed, even when evicted. A runner first made during a capture is
+    not cached: its workspace comes from the graph's memory pool, zeroed inside the graph.
+    """
+
+    def __init__(self, size: int = 64, workspace_bytes: int = 1 << 30):
+        self.size, self.workspace_bytes = size, workspace_bytes
+        self._runners: OrderedDict = OrderedDict()
+        self._captured: list[Runner] = []  # evicted, but a graph may still use their workspace
+        self._lock = threading.Lock()
+
+    def get(self, key, make) -> Runner:
+        capturing = torch.cuda.is_current_stream_capturing()
+        with self._lock:
+            runner = self._runners.get(key)
+            if runner is not None:
+                self._runners.move_to_end(key)
+        if runner is None:
+            runner = make()
+            if capturing:
+                return runner
+            with self._lock:
+                runner = self._runners.setdefault(key, runner)
+                while len(self._runners) > 1 and (
+                    len(self._runners) > self.size or self._bytes() > self.workspace_bytes
+                ):
+                    _, old = self._runners.popitem(last=False)
+                    if old.captured:
+                        self._captured.append(old)
+        if capturing:
+            runner.captured = True
+        return runner
+
+    def _bytes(self) -> int:
+        return sum(r.workspace_bytes for r in self._runners.values())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._captured += [r for r in self._runners.values() if r.captured]
+            self._runners.clear()
+
+
+runners = RunnerCache()  # behind kernel(...) and kgen.mla.attention(...)
