@@ -64,6 +64,7 @@ def gpu_rows():
     out, lse = w.poisoned_outputs()
     tree_out, tree_lse = tree.poisoned_outputs()
     bits = pack_tree_mask(tree.mask)
+    runner.run(w.q, w.kv_cache, w.block_table, w.seq_lens, out=out, lse=lse)  # fills the pointers
     packed = runner._launch
     head, argv = packed._head, packed._argv_address
     stream = runner_module.current_stream(runner._index)

@@ -10,6 +10,7 @@ mask), so many runs, one per layer, can be captured in one CUDA graph.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 from collections import OrderedDict
@@ -80,11 +81,15 @@ class Runner:
 
         head_groups = spec.heads // config.heads_per_block
         splits = config.kv_splits
-        self.workspace = workspace.allocate(b, t, h, dl, head_groups, splits, device)
-        if self._tree:  # a bool mask is packed into these, in place
-            self._bits = torch.zeros((b, t), dtype=torch.int64, device=device)
-            self._scratch = torch.empty((b, t, t), dtype=torch.int64, device=device)
-            self._bit_weights = 1 << torch.arange(t, dtype=torch.int64, device=device)
+        with _own_memory(device) as keep:
+            self.workspace = workspace.allocate(b, t, h, dl, head_groups, splits, device)
+            if self._tree:  # a bool mask is packed into these, in place
+                self._bits = torch.zeros((b, t), dtype=torch.int64, device=device)
+                self._scratch = torch.empty((b, t, t), dtype=torch.int64, device=device)
+                self._bit_weights = 1 << torch.arange(t, dtype=torch.int64, device=device)
+            keep(*(vars(self.workspace).values() if self.workspace else ()))
+            if self._tree:
+                keep(self._bits, self._scratch, self._bit_weights)
 
         ws = self.workspace
         self.workspace_bytes = sum(buf.nbytes for buf in vars(ws).values()) if ws else 0
@@ -274,13 +279,36 @@ class Runner:
         refuse_overlap([("out", *extent(out)), ("lse", *extent(lse))], inputs)
 
 
+@contextlib.contextmanager
+def _own_memory(device: torch.device):
+    """Allocate a Runner's buffers on a side stream, outside any CUDA-graph memory pool that takes
+    the current stream's allocations (torch.compile's reduce-overhead warm-up runs in one): they
+    outlive any one graph. The current stream then waits for their zeroing, and `keep(tensors)`
+    marks them used on it, so freeing them later waits for its work. Inside a capture (where a
+    side stream may not allocate) they come from the capture's pool and are zeroed in the graph.
+    """
+    if device.type != "cuda" or torch.cuda.is_current_stream_capturing():
+        yield lambda *tensors: None
+        return
+    current = torch.cuda.current_stream(device)
+    side = torch.cuda.Stream(device)
+    side.wait_stream(current)
+    kept = []
+    with torch.cuda.stream(side):
+        yield lambda *tensors: kept.extend(tensors)
+    current.wait_stream(side)
+    for tensor in kept:
+        tensor.record_stream(current)
+
+
 class RunnerCache:
     """Runners made on demand by kernel(...) and attention(...): the most recently used, up to
     `size` of them and `workspace_bytes` of workspace (beyond, the least recently used go).
 
     A CUDA graph captured with a runner keeps pointing at its workspace, so a runner that ran
     during a capture is never freed, even when evicted. A runner first made during a capture is
-    not cached: its workspace comes from the graph's memory pool, zeroed inside the graph.
+    not cached (its workspace comes from the graph's memory pool, zeroed inside the graph) but
+    kept alive, so that nothing else in that capture is given its memory.
     """
 
     def __init__(self, size: int = 64, workspace_bytes: int = 1 << 30):
@@ -298,6 +326,9 @@ class RunnerCache:
         if runner is None:
             runner = make()
             if capturing:
+                runner.captured = True
+                with self._lock:
+                    self._captured.append(runner)
                 return runner
             with self._lock:
                 runner = self._runners.setdefault(key, runner)
