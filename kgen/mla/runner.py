@@ -10,7 +10,6 @@ mask), so many runs, one per layer, can be captured in one CUDA graph.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import threading
 from collections import OrderedDict
@@ -81,15 +80,21 @@ class Runner:
 
         head_groups = spec.heads // config.heads_per_block
         splits = config.kv_splits
-        with _own_memory(device) as keep:
-            self.workspace = workspace.allocate(b, t, h, dl, head_groups, splits, device)
-            if self._tree:  # a bool mask is packed into these, in place
-                self._bits = torch.zeros((b, t), dtype=torch.int64, device=device)
-                self._scratch = torch.empty((b, t, t), dtype=torch.int64, device=device)
-                self._bit_weights = 1 << torch.arange(t, dtype=torch.int64, device=device)
-            keep(*(vars(self.workspace).values() if self.workspace else ()))
-            if self._tree:
-                keep(self._bits, self._scratch, self._bit_weights)
+
+        def allocate():
+            buffers = workspace.allocate(b, t, h, dl, head_groups, splits, device)
+            if not self._tree:
+                return buffers, ()
+            # a bool mask is packed into these, in place
+            return buffers, (
+                torch.zeros((b, t), dtype=torch.int64, device=device),
+                torch.empty((b, t, t), dtype=torch.int64, device=device),
+                1 << torch.arange(t, dtype=torch.int64, device=device),
+            )
+
+        self.workspace, mask_buffers = _own_memory(device, allocate)
+        if self._tree:
+            self._bits, self._scratch, self._bit_weights = mask_buffers
 
         ws = self.workspace
         self.workspace_bytes = sum(buf.nbytes for buf in vars(ws).values()) if ws else 0
@@ -279,26 +284,35 @@ class Runner:
         refuse_overlap([("out", *extent(out)), ("lse", *extent(lse))], inputs)
 
 
-@contextlib.contextmanager
-def _own_memory(device: torch.device):
-    """Allocate a Runner's buffers on a side stream, outside any CUDA-graph memory pool that takes
-    the current stream's allocations (torch.compile's reduce-overhead warm-up runs in one): they
-    outlive any one graph. The current stream then waits for their zeroing, and `keep(tensors)`
-    marks them used on it, so freeing them later waits for its work. Inside a capture (where a
-    side stream may not allocate) they come from the capture's pool and are zeroed in the graph.
+def _own_memory(device: torch.device, allocate):
+    """allocate(), run on a thread of its own: outside any CUDA-graph memory pool that takes this
+    thread's allocations (torch.compile's reduce-overhead warm-up runs in one), since a Runner's
+    buffers outlive any one graph. That thread waits for its zeroing; the buffers are then marked
+    used on this thread's stream, so freeing them later waits for its work. Inside a capture
+    (where no other thread may allocate) they come from the capture's pool, zeroed in the graph.
     """
     if device.type != "cuda" or torch.cuda.is_current_stream_capturing():
-        yield lambda *tensors: None
-        return
-    current = torch.cuda.current_stream(device)
-    side = torch.cuda.Stream(device)
-    side.wait_stream(current)
-    kept = []
-    with torch.cuda.stream(side):
-        yield lambda *tensors: kept.extend(tensors)
-    current.wait_stream(side)
-    for tensor in kept:
-        tensor.record_stream(current)
+        return allocate()
+    result = []
+
+    def work():
+        try:
+            with torch.cuda.device(device):
+                result.append(allocate())
+                torch.cuda.current_stream(device).synchronize()
+        except BaseException as exc:  # re-raised on the planning thread
+            result.append(exc)
+
+    thread = threading.Thread(target=work, name="kgen-plan-alloc")
+    thread.start()
+    thread.join()
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    stream = torch.cuda.current_stream(device)
+    buffers, extra = result[0]
+    for tensor in [*(vars(buffers).values() if buffers else ()), *extra]:
+        tensor.record_stream(stream)
+    return result[0]
 
 
 class RunnerCache:
