@@ -266,6 +266,10 @@ def test_compile_only_cli_writes_the_table_and_files(tmp_path):
             "4",
             "--num-warps",
             "4",
+            "--col-groups",
+            "4",
+            "--min-blocks",
+            "0",
             "--compile-only",
             "--jobs",
             "2",
@@ -284,4 +288,8 @@ def test_compile_only_cli_writes_the_table_and_files(tmp_path):
     report = json.loads((out / "results.json").read_text())
     variants = report["cases"][0]["variants"]
     assert variants and all(v["status"] == "compiled" and v["registers"] > 0 for v in variants)
+    assert {v["config"].get("qk_ahead") for v in variants if v["config"]["compute"] == "mma"} == {
+        0,
+        1,
+    }
     assert (out / "results.csv").read_text().startswith("case,kind,heads_per_block")
