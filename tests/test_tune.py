@@ -246,6 +246,36 @@ def test_sweep_ranks_only_correct_variants_records_and_resumes(tmp_path):
     assert again["cases"][0]["best"] == entry["best"]
 
 
+def test_the_shipped_best_is_the_fastest_that_compiles_spill_free_for_the_target(
+    tmp_path, monkeypatch
+):
+    """A faster config that spills on sm_120 is timed and kept among the trials, not recorded."""
+    from kgen.tune import sweep
+
+    case = Case("tiny", Spec(heads=4, q_len=2, mask="causal", dtype="float32"), batch=1, prefix=200)
+    checked = []
+
+    def spill_free(case, row, archs):
+        checked.append((row["config"]["heads_per_block"], archs))
+        return row["config"]["heads_per_block"] != 4  # hb4 is the fastest and "spills"
+
+    monkeypatch.setattr(sweep, "_spill_free", spill_free)
+    options = SweepOptions(
+        arch="sm_90",
+        compile_only=False,
+        axes=Axes(num_warps=(4,), stage_tiles=((2, 16),)),
+        executor=StubExecutor(),
+        db_path=tmp_path / "db.json",
+        jobs=2,
+    )
+    (entry,) = run_sweep([case], tmp_path / "out", options)["cases"]
+    assert entry["best"]["config"]["heads_per_block"] == 2
+    # checked fastest first (every hb4 split, then hb2), always for sm_120
+    assert [h for h, _ in checked] == [4] * (len(checked) - 1) + [2]
+    assert {archs for _, archs in checked} == {("sm_120",)}
+    assert any(t["config"]["heads_per_block"] == 4 for t in entry["trials"])
+
+
 def test_compile_only_cli_writes_the_table_and_files(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = tmp_path / "sweep"
