@@ -143,7 +143,11 @@ def test_code_stamp_follows_the_generated_source(tmp_path, monkeypatch):
     assert len(set(before.values())) == 2 and "refused" not in before.values()
     assert code_stamp(spec, replace(mma, kv_splits=7), "sm_90") == before[mma]
     path = copy / "mla" / "mma" / "attention.cuh"
-    path.write_text(path.read_text() + "// edited\n")
+    path.write_text(path.read_text() + "// a comment\n/* and   another */\n")
+    render.environment.cache_clear()
+    db._source_stamp.cache_clear()
+    assert code_stamp(spec, mma, "sm_90") == before[mma]  # comments and whitespace are no code
+    path.write_text(path.read_text() + "__device__ int edited;\n")
     render.environment.cache_clear()
     db._source_stamp.cache_clear()
     assert code_stamp(spec, mma, "sm_90") != before[mma]
