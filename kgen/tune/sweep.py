@@ -266,13 +266,16 @@ def _time_cases(
         executor.close()
 
 
-def _spill_free(case: Case, row: dict, archs: tuple[str, ...]) -> bool:
-    """Whether a tensor-core trial's config compiles without spills for every target arch (the
-    FMA path is not held to that)."""
-    config = Config.from_dict(row["config"])
+def spill_free(spec: Spec, config: Config, archs: tuple[str, ...] = FIT_ARCHS) -> bool:
+    """Whether a tensor-core config compiles without spills for every target arch (the FMA path
+    is not held to that): what a shipped config must do."""
     if config.compute != "mma":
         return True
-    return all(build(case.spec, config, arch).resources.spills == 0 for arch in archs)
+    return all(build(spec, config, arch).resources.spills == 0 for arch in archs)
+
+
+def _spill_free(case: Case, row: dict, archs: tuple[str, ...]) -> bool:
+    return spill_free(case.spec, Config.from_dict(row["config"]), archs)
 
 
 def _summarise(
