@@ -254,6 +254,39 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     min_blocks=1,
                 ),
             ),
+            # the column groups' partial scores summed once, a slice per warp
+            (
+                8,
+                1,
+                "bfloat16",
+                64,
+                "none",
+                dict(
+                    heads_per_block=8,
+                    kv_splits=5,
+                    smem_stages=2,
+                    block_n=32,
+                    num_warps=8,
+                    col_groups=8,
+                    split_reduce=1,
+                ),
+            ),
+            (
+                4,
+                6,
+                "float16",
+                16,
+                "tree",
+                dict(
+                    heads_per_block=4,
+                    kv_splits=2,
+                    smem_stages=3,
+                    block_n=16,
+                    col_groups=2,
+                    qk_ahead=1,
+                    split_reduce=1,
+                ),
+            ),
         ]
     ),
 ]

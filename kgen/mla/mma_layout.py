@@ -75,6 +75,10 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         refuse("block_n", f"'mma' takes a multiple of 16 up to {MAX_BLOCK_N}")
     if config.smem_stages < 2:
         refuse("smem_stages", "'mma' pipelines KV tiles with cp.async: at least 2 stages")
+    if config.split_reduce and config.col_groups == 1:
+        refuse(
+            "split_reduce", "needs col_groups > 1: one column group has no partial scores to sum"
+        )
     if config.qk_ahead and config.smem_stages < 3:
         refuse(
             "smem_stages",

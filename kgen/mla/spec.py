@@ -88,6 +88,9 @@ class Config(Params):
       1 gives each thread the registers the code needs; N > 1 caps them at 1/N of the register file.
     qk_ahead: mma only: 1 computes q.K of the next KV tile beside the softmax and P.V of this one
       (independent work for each warp to overlap, one barrier per tile; needs smem_stages >= 3).
+    split_reduce: mma only: 1 splits the sum of the column groups' partial scores between the
+      warps of a row group (each sums a slice once, one more barrier) instead of every warp summing
+      all of them for its rows; needs col_groups > 1.
     """
 
     heads_per_block: int = 1
@@ -100,6 +103,7 @@ class Config(Params):
     col_groups: int = 4
     min_blocks: int = 0
     qk_ahead: int = 0
+    split_reduce: int = 0
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
@@ -118,6 +122,7 @@ class Config(Params):
         self._require_int("col_groups", 1, 32)
         self._require_int("min_blocks", 0, 32)
         self._require_int("qk_ahead", 0, 1)
+        self._require_int("split_reduce", 0, 1)
 
     def short_name(self) -> str:
         name = (
@@ -128,4 +133,5 @@ class Config(Params):
             return name
         blocks = f"_mb{self.min_blocks}" if self.min_blocks else ""
         ahead = "_qa" if self.qk_ahead else ""
-        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}"
+        reduce = "_sr" if self.split_reduce else ""
+        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{reduce}"
