@@ -54,7 +54,7 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
         Spec(heads=16, q_len=16, dtype="bfloat16", page_size=64, mask="tree"),
         Config(heads_per_block=2, kv_splits=5, vec_width=8, smem_stages=2, num_warps=8, block_n=16),
     ),
-    # The tensor-core path: dtypes, masks, page sizes 1/16/64, splits 1..64 (one- and two-level
+    # The tensor-core path: dtypes, masks, page sizes 1/16/64, splits 1..300 (one- and two-level
     # combine), stages 2..5, q in registers and in shared memory, 1..8 column groups, q.K ahead.
     *(
         (Spec(heads=h, q_len=t, dtype=d, page_size=ps, mask=m), Config(**c, compute=MMA))
@@ -286,6 +286,23 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     qk_ahead=1,
                     split_reduce=1,
                 ),
+            ),
+            # the combine's wide merges: fanin 12 (one chunk of 16 slots) and 18 (two chunks)
+            (
+                8,
+                1,
+                "bfloat16",
+                16,
+                "none",
+                dict(heads_per_block=8, kv_splits=132, smem_stages=2, block_n=16, num_warps=4),
+            ),
+            (
+                16,
+                1,
+                "float16",
+                1,
+                "none",
+                dict(heads_per_block=16, kv_splits=300, smem_stages=3, block_n=16, qk_ahead=1),
             ),
         ]
     ),

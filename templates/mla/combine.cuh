@@ -25,6 +25,64 @@ __device__ __forceinline__ long long slot_row(const Params& p, int b, int slot, 
   return (first + slot) * ROWS;
 }
 
+// The weighted sum over slots [first, first + count) of rows [r0, r0 + nr), weights w[r * count + s],
+// into slot `dst` (or out when dst < 0). A thread takes BATCH float4 columns and issues the loads
+// of CHUNK slots for all of them before it adds any: BATCH x CHUNK L2 reads in flight per thread,
+// so a merge costs ~count / CHUNK L2 round trips per pass over its columns, not count. Empty
+// splits carry o = 0 and weight 0; NaN weights poison their row.
+template <int THREADS, int BATCH, int CHUNK>
+__device__ __forceinline__ void merge_columns(const Params& p, int b, long long base, int first, int count, int dst,
+                                              int r0, int nr, const float* w) {
+  constexpr int QUADS = LATENT_DIM / 4;
+  const int items = nr * QUADS;
+  for (int i0 = threadIdx.x; i0 < items; i0 += THREADS * BATCH) {
+    float4 acc[BATCH];
+#pragma unroll
+    for (int k = 0; k < BATCH; ++k) acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int s0 = 0; s0 < count; s0 += CHUNK) {
+      float4 v[BATCH][CHUNK];
+#pragma unroll
+      for (int k = 0; k < BATCH; ++k)
+#pragma unroll
+        for (int c = 0; c < CHUNK; ++c) {
+          const int i = i0 + k * THREADS, s = s0 + c;
+          v[k][c] = make_float4(0.f, 0.f, 0.f, 0.f);
+          if (i < items && s < count)
+            v[k][c] = __ldcg(reinterpret_cast<const float4*>(
+                p.ws_o + (base + static_cast<long long>(first + s) * ROWS + r0 + i / QUADS) * LATENT_DIM + (i % QUADS) * 4));
+        }
+#pragma unroll
+      for (int k = 0; k < BATCH; ++k)
+#pragma unroll
+        for (int c = 0; c < CHUNK; ++c) {
+          const int i = i0 + k * THREADS, s = s0 + c;
+          if (i < items && s < count) {
+            const float wt = w[(i / QUADS) * count + s];
+            acc[k].x = fmaf(wt, v[k][c].x, acc[k].x);
+            acc[k].y = fmaf(wt, v[k][c].y, acc[k].y);
+            acc[k].z = fmaf(wt, v[k][c].z, acc[k].z);
+            acc[k].w = fmaf(wt, v[k][c].w, acc[k].w);
+          }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < BATCH; ++k) {
+      const int i = i0 + k * THREADS;
+      if (i >= items) continue;
+      const int r = i / QUADS, d = (i % QUADS) * 4;
+      if (dst >= 0) {
+        *reinterpret_cast<float4*>(p.ws_o + (base + static_cast<long long>(dst) * ROWS + r0 + r) * LATENT_DIM + d) = acc[k];
+      } else {
+        T* o = out_row(p, b, r0 + r) + d;
+        o[0] = kgen::from_float<T>(acc[k].x);
+        o[1] = kgen::from_float<T>(acc[k].y);
+        o[2] = kgen::from_float<T>(acc[k].z);
+        o[3] = kgen::from_float<T>(acc[k].w);
+      }
+    }
+  }
+}
+
 // Merge slots [first, first + count) into slot `dst`, or into out/lse when dst < 0.
 template <int THREADS>
 __device__ void merge_slots(const Params& p, int b, int num_splits, int first, int count, int dst, float* scratch) {
@@ -57,47 +115,9 @@ __device__ void merge_slots(const Params& p, int b, int num_splits, int first, i
       else *lse_at(p, b, r0 + r) = lse;
     }
     __syncthreads();
-    // Each thread merges BATCH float4 columns at once: BATCH x UNROLL loads in flight (L2 latency
-    // bound otherwise). Empty splits carry o = 0 and weight 0; NaN weights poison their row.
-    constexpr int QUADS = LATENT_DIM / 4, BATCH = 8, UNROLL = 1;
-    const int items = nr * QUADS;
-    for (int i0 = threadIdx.x; i0 < items; i0 += THREADS * BATCH) {
-      float4 acc[BATCH];
-#pragma unroll
-      for (int k = 0; k < BATCH; ++k) acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll UNROLL
-      for (int s = 0; s < count; ++s) {
-#pragma unroll
-        for (int k = 0; k < BATCH; ++k) {
-          const int i = i0 + k * THREADS;
-          if (i < items) {
-            const int r = i / QUADS, d = (i % QUADS) * 4;
-            const float w = scratch[r * count + s];
-            const float4 o = __ldcg(reinterpret_cast<const float4*>(
-                p.ws_o + (base + static_cast<long long>(first + s) * ROWS + r0 + r) * LATENT_DIM + d));
-            acc[k].x = fmaf(w, o.x, acc[k].x);
-            acc[k].y = fmaf(w, o.y, acc[k].y);
-            acc[k].z = fmaf(w, o.z, acc[k].z);
-            acc[k].w = fmaf(w, o.w, acc[k].w);
-          }
-        }
-      }
-#pragma unroll
-      for (int k = 0; k < BATCH; ++k) {
-        const int i = i0 + k * THREADS;
-        if (i >= items) continue;
-        const int r = i / QUADS, d = (i % QUADS) * 4;
-        if (dst >= 0) {
-          *reinterpret_cast<float4*>(p.ws_o + (base + static_cast<long long>(dst) * ROWS + r0 + r) * LATENT_DIM + d) = acc[k];
-        } else {
-          T* o = out_row(p, b, r0 + r) + d;
-          o[0] = kgen::from_float<T>(acc[k].x);
-          o[1] = kgen::from_float<T>(acc[k].y);
-          o[2] = kgen::from_float<T>(acc[k].z);
-          o[3] = kgen::from_float<T>(acc[k].w);
-        }
-      }
-    }
+    if (count <= 4) merge_columns<THREADS, 4, 4>(p, b, base, first, count, dst, r0, nr, scratch);
+    else if (count <= 8) merge_columns<THREADS, 2, 8>(p, b, base, first, count, dst, r0, nr, scratch);
+    else merge_columns<THREADS, 1, 16>(p, b, base, first, count, dst, r0, nr, scratch);
     __syncthreads();
   }
 }
