@@ -28,7 +28,12 @@ from kgen.mla import Config, build  # noqa: E402
 from kgen.mla.workload import make_workload  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 
-STAMPS = 6  # entry, prologue, loop, partial, combine, SM id
+STAMPS = 10  # entry, prologue, loop, partial, combine; the combine's phases; SM id
+COMBINE_STAMPS = (  # slot: what the block that finished last had just done
+    (6, "arrived"),
+    (7, "pieces"),
+    (8, "reset"),
+)
 SLOTS = 1 << 16
 PRELUDE = f"""
 __device__ unsigned long long kgen_trace[{SLOTS}][{STAMPS}];
@@ -45,8 +50,23 @@ __device__ __forceinline__ void kgen_stamp(int k) {{
   }}
 }}
 """
+COMBINE_EDITS = (  # inside the fused combine (templates/mla/combine.cuh), where present
+    (
+        "  const int role = shared[0], earlier_helpers = shared[1];\n",
+        "  const int role = shared[0], earlier_helpers = shared[1];\n  kgen_stamp(6);\n",
+    ),
+    (
+        "  if (threadIdx.x != 0) return;\n  if (role == 1) {",
+        "  kgen_stamp(7);\n  if (threadIdx.x != 0) return;\n  if (role == 1) {",
+    ),
+    (
+        "    counters[ARRIVALS] = counters[STARTED] = counters[TAKEN] = counters[LEFT] = 0;\n",
+        "    counters[ARRIVALS] = counters[STARTED] = counters[TAKEN] = counters[LEFT] = 0;\n"
+        "    kgen_stamp(8);\n",
+    ),
+)
 EDITS = (  # (anchor, replacement): each anchor must occur once in the rendered source
-    ('extern "C" __global__', PRELUDE + 'extern "C" __global__'),
+    ("namespace mla {", PRELUDE + "namespace mla {"),
     ("  const Lane ln;\n", "  const Lane ln;\n  kgen_stamp(0);\n"),
     ("  FragRows rows;\n", "  kgen_stamp(1);\n  FragRows rows;\n"),
     ("  kgen::cp_async_wait<0>();\n\n", "  kgen_stamp(2);\n  kgen::cp_async_wait<0>();\n\n"),
@@ -56,14 +76,19 @@ EDITS = (  # (anchor, replacement): each anchor must occur once in the rendered 
     ),
     (
         "reinterpret_cast<float*>(smem));\n  }\n}",
-        "reinterpret_cast<float*>(smem));\n    kgen_stamp(4);\n  }\n}",
+        "reinterpret_cast<float*>(smem));\n    __syncthreads();\n    kgen_stamp(4);\n  }\n}",
     ),
 )
 
 
 def traced(program):
     source = program.source
-    for anchor, new in EDITS:
+    anchor, new = EDITS[0]
+    source = source.replace(anchor, new, 1)  # kgen_stamp defined before its first use
+    for anchor, new in COMBINE_EDITS:
+        if source.count(anchor) == 1:
+            source = source.replace(anchor, new)
+    for anchor, new in EDITS[1:]:
         assert source.count(anchor) == 1, f"trace anchor not found once: {anchor!r}"
         source = source.replace(anchor, new)
     return replace(program, name=program.name + "_trace", source=source)
@@ -113,10 +138,19 @@ def trace_case(case, config):
                 last_partial=rel[:, 3].max(),
                 tail=rel[:, 4].max() - rel[:, 3].max(),
                 merge_max=(rel[:, 4] - rel[:, 3]).max(),
-                sms=len(set(host[:blocks, 5].tolist())),
+                sms=len(set(host[:blocks, STAMPS - 1].tolist())),
             )
         )
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+    host = spans[-1][:blocks].astype(np.int64)
+    last = int(np.argmax(host[:, 4]))  # the block that finished last: the final merger
+    t3 = host[:, 3].max()
+    phases = " ".join(
+        f"{label}={(host[last, slot] - t3) / 1000:.1f}"
+        for slot, label in COMBINE_STAMPS
+        if host[last, slot]
+    )
+    med["phases"] = f"final merger (block {last}), µs after the last partial: {phases}"
     return blocks, med
 
 
@@ -147,6 +181,7 @@ def main() -> int:
             f"{m['merge_max']:6.1f}",
             flush=True,
         )
+        print(f"{'':24} {m['phases']}", flush=True)
     return 0
 
 

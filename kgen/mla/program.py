@@ -45,7 +45,6 @@ class KernelParams(ctypes.Structure):
             "counters",
             ctypes.c_void_p,
         ),  # [B, head groups, combine groups + 1], zero between launches
-        ("combine_fanin", ctypes.c_int32),  # splits merged by one block
         ("scale_log2", ctypes.c_float),  # softmax scale * log2(e)
     ]
 

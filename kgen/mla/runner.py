@@ -103,7 +103,6 @@ class Runner:
             ws_o=ws.partials.data_ptr() if ws else 0,
             ws_lse=ws.partial_lse.data_ptr() if ws else 0,
             counters=ws.counters.data_ptr() if ws else 0,
-            combine_fanin=workspace.combine_fanin(splits),
             scale_log2=scale * LOG2E,
         )
         self._set_planned_strides()

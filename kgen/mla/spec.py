@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from kgen.dtypes import DTYPES
 from kgen.params import Params
 
+MAX_SPLITS = 1024  # the fused combine keeps a row's split weights in shared memory
+
 MASKS = ("none", "causal", "tree")
 MAX_Q_LEN = 64  # a draft-tree row is one 64-bit word
 COMPUTES = ("fma", "mma")
@@ -72,8 +74,9 @@ class Config(Params):
 
     heads_per_block: heads one block serves (with all q_len rows), so a KV tile read once serves
       them all: 1 = most blocks and most re-reads, heads = fully amortised.
-    kv_splits: KV split count (flash-decoding); the last split of a group to finish merges the
-      partial results (no second launch). A launch parameter: it does not change the compiled code.
+    kv_splits: KV split count (flash-decoding), at most MAX_SPLITS; the splits of a group merge
+      their partial results in the same launch (templates/mla/combine.cuh). A launch parameter:
+      it does not change the compiled code.
     vec_width: elements per global load (at most 16 bytes).
     smem_stages: 0 = KV from global memory straight into registers, 1 = through one shared tile,
       >= 2 = a cp.async pipeline that many tiles deep.
@@ -107,7 +110,7 @@ class Config(Params):
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
-        self._require_int("kv_splits", 1, 4096)
+        self._require_int("kv_splits", 1, MAX_SPLITS)
         self._require_int("vec_width", 1, 16)
         self._require(
             self.vec_width & (self.vec_width - 1) == 0, "vec_width", "must be a power of two"

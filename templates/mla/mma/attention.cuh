@@ -378,6 +378,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
 
   const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;
   const Lane ln;
+  if (num_splits > 1) note_started(p, b);
 
   // q: this warp's A fragments of its k steps in registers, or the block's rows in shared memory
   // (padding rows are zeros).
@@ -514,6 +515,6 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     }
   if (num_splits > 1) {
     __syncthreads();  // the tiles and scores are no longer read: the combine reuses them
-    finish_split<NUM_THREADS>(p, b, split, num_splits, reinterpret_cast<float*>(smem));
+    finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));
   }
 }
