@@ -19,9 +19,9 @@
 namespace mla {
 
 constexpr int COMBINE_SCRATCH = 1024;  // floats of weights (reused shared memory)
-constexpr int COMBINE_CHUNKS = 4;      // column chunks of a row: LATENT_DIM / 4 columns each
-constexpr int CHUNK_QUADS = LATENT_DIM / 4 / COMBINE_CHUNKS;
-static_assert(LATENT_DIM % (4 * COMBINE_CHUNKS) == 0, "the combine's column chunks are float4 quads");
+constexpr int MAX_CHUNKS = 16;         // column chunks of a row, at most: LATENT_DIM / 16 columns
+constexpr int QUADS = LATENT_DIM / 4;  // float4 columns of a row
+static_assert(QUADS % MAX_CHUNKS == 0, "the combine's column chunks are float4 quads");
 
 // A group's counters: arrivals (low 16 bits) and registered helpers (high 16), blocks started,
 // pieces taken, helpers left.
@@ -40,23 +40,28 @@ __device__ __forceinline__ void note_started(const Params& p, int b) {
   if (threadIdx.x == 0) atomicAdd(group_counters(p, b) + STARTED, 1);
 }
 
-// How the merge is cut: row ranges of about ROWS / (S / chunks) rows, times the column chunks,
-// so there are about as many pieces as splits, each S x rows x chunk columns.
+// How the merge is cut into about as many pieces as there are splits (helpers): with fewer splits
+// than rows, row ranges of whole rows; else single rows cut into up to MAX_CHUNKS column chunks
+// (a power of two). A piece reads S x rows x chunk columns of partials.
 struct Pieces {
-  int rows, count;
+  int rows, chunks, count;
   __device__ __forceinline__ explicit Pieces(int num_splits) {
-    const int ranges = min(ROWS, max(1, num_splits / COMBINE_CHUNKS));
+    const int ranges = min(ROWS, num_splits);
     rows = (ROWS + ranges - 1) / ranges;
-    count = (ROWS + rows - 1) / rows * COMBINE_CHUNKS;
+    chunks = 1;
+    while (chunks < MAX_CHUNKS && 2 * chunks * ROWS <= num_splits) chunks *= 2;
+    count = (ROWS + rows - 1) / rows * chunks;
   }
 };
 
-// Merge rows [r0, r0 + nr) x column chunk `chunk` over all S slots into out (and lse, by chunk 0).
+// Merge rows [r0, r0 + nr) x column chunk `chunk` of `chunks` over all S slots into out (and lse,
+// by chunk 0).
 // Threads split the (row, quad) items and, where there are fewer items than threads, the slots,
 // with CHUNK L2 reads in flight per thread; the slices are summed through shared memory.
 template <int THREADS>
-__device__ __forceinline__ void merge_piece(const Params& p, int b, int num_splits, int r0, int nr, int chunk, float* scratch) {
-  constexpr int CHUNK = 8;
+__device__ void merge_piece(const Params& p, int b, int num_splits, int r0, int nr, int chunk, int chunks,
+                            float* scratch) {
+  constexpr int CHUNK = 4;
   const long long base = slot_row(p, b, 0, num_splits);
   float* w = scratch;                                              // [nr][S] weights
   float4* red = reinterpret_cast<float4*>(scratch + COMBINE_SCRATCH);  // [THREADS] slice sums
@@ -91,14 +96,14 @@ __device__ __forceinline__ void merge_piece(const Params& p, int b, int num_spli
       if (chunk == 0 && threadIdx.x % 32 == 0) *lse_at(p, b, q0 + r) = seen ? m + logf(total) : -CUDART_INF_F;
     }
     __syncthreads();
-    const int items = rows * CHUNK_QUADS;
+    const int quads = QUADS / chunks, items = rows * quads;
     const int slices = max(1, min(num_splits, THREADS / items)), lanes = THREADS / slices;
     const int slice = threadIdx.x / lanes;
     const long long step = static_cast<long long>(slices) * ROWS * LATENT_DIM;  // slot s -> s + slices
     for (int i0 = 0; i0 < items; i0 += lanes) {
       const int item = i0 + threadIdx.x % lanes;
       const bool active = slice < slices && item < items;
-      const int r = item / CHUNK_QUADS, d = (chunk * CHUNK_QUADS + item % CHUNK_QUADS) * 4;
+      const int r = item / quads, d = (chunk * quads + item % quads) * 4;
       float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
       if (active) {
         const float* src = p.ws_o + (base + static_cast<long long>(slice) * ROWS + q0 + r) * LATENT_DIM + d;
@@ -174,8 +179,9 @@ __device__ void finish_split(const Params& p, int b, int num_splits, float* scra
     const int piece = shared[2];
     __syncthreads();
     if (piece >= pieces.count) break;
-    const int r0 = piece / COMBINE_CHUNKS * pieces.rows;
-    merge_piece<THREADS>(p, b, num_splits, r0, min(pieces.rows, ROWS - r0), piece % COMBINE_CHUNKS, scratch);
+    const int r0 = piece / pieces.chunks * pieces.rows;
+    merge_piece<THREADS>(p, b, num_splits, r0, min(pieces.rows, ROWS - r0), piece % pieces.chunks, pieces.chunks,
+                         scratch);
   }
   if (threadIdx.x != 0) return;
   if (role == 1) {
