@@ -19,18 +19,18 @@ else:
 PY
 python3 /tmp/subset.py compile > "$out/precompile.log" 2>&1
 for tool in memcheck racecheck; do
-  timeout 60 compute-sanitizer --tool "$tool" --report-api-errors no python3 /tmp/subset.py \
+  timeout 45 compute-sanitizer --tool "$tool" --report-api-errors no python3 /tmp/subset.py \
     > "$out/sanitize-$tool.log" 2>&1
   echo "$tool exit $?: $(grep -c '^ok' "$out/sanitize-$tool.log") variants ok; $(tail -1 "$out/sanitize-$tool.log")"
 done
-timeout 280 python3 bench/sweep.py --out "$out/sweep" --db "$out/tuning.json" --compute mma \
+timeout 255 python3 bench/sweep.py --out "$out/sweep" --db "$out/tuning.json" --compute mma \
   --num-warps 4 8 --col-groups 4 8 --mma-tiles 3x16 4x16 2x32 --min-blocks 0 1 --qk-ahead 0 1 \
   --reps 10 > "$out/sweep.log" 2>&1
 echo "sweep exit $?"
-timeout 70 python3 bench/sweep.py --case seed-fp32-verify --compute fma --num-warps 8 \
+timeout 50 python3 bench/sweep.py --case seed-fp32-verify --compute fma --num-warps 8 \
   --heads-per-block 2 4 8 --out "$out/sweep32" --db "$out/tuning.json" --reps 5 > "$out/sweep32.log" 2>&1
 echo "fp32 sweep exit $?"
-timeout "${1:-110}" python3 -m pytest -m gpu -q -n 14 -p no:cacheprovider tests/test_runner_gpu.py \
+timeout "${1:-85}" python3 -m pytest -m gpu -q -n 14 -p no:cacheprovider tests/test_runner_gpu.py \
   tests/test_launch_gpu.py tests/test_tune_gpu.py -rfEs > "$out/gpu-runner.log" 2>&1
 echo "runner/launch/tune gpu tests exit $?: $(tail -1 "$out/gpu-runner.log")"; grep -E "^FAILED|^ERROR" "$out/gpu-runner.log" | head
 grep -v "it/s\]\|s/it\]\|kernel/s\]\|variant/s\]" "$out/sweep.log" | grep -E " best |wrong|failed|rror" | head -30
