@@ -58,6 +58,8 @@ class Runner:
         b, t, h, d, dl = batch, spec.q_len, spec.heads, spec.head_dim, spec.latent_dim
         esize = spec.elem_bytes
         self._index = device.index if device.type == "cuda" else -1  # what get_device() says
+        # with one GPU, its device is always the current one: run need not ask
+        self._ask_device = device.type == "cuda" and torch.cuda.device_count() > 1
         self._dtype = spec.torch_dtype
         self._align = config.vec_width * esize - 1  # address bits that must be zero
         self._q_shape = torch.Size((b, t, h, d))
@@ -205,7 +207,7 @@ class Runner:
             self._refuse_overlap(q, kv_cache, block_table, seq_lens, mask, out, lse)
         if self._launch is None:
             return out, lse
-        if current_device() == index:
+        if not self._ask_device or current_device() == index:
             self._launch.launch(stream)
         else:  # like a torch op, run on the tensors' device whatever the current one is
             with torch.cuda.device(index):
@@ -237,22 +239,22 @@ class Runner:
     def _bind_tree_mask(self, mask) -> None:
         """Point the kernel at the mask's bit rows, packing a bool mask into the plan's buffer."""
         try:
-            usable = mask.get_device() == self._index and (
-                (mask.dtype is torch.bool and mask.shape in self._bool_shapes)
-                or (
-                    mask.dtype is torch.int64
-                    and mask.shape in self._packed_shapes
-                    and mask.is_contiguous()
-                )
-            )
+            dtype, shape = mask.dtype, mask.shape
+            usable = mask.get_device() == self._index
         except AttributeError:
-            usable = False
+            dtype, usable = None, False
+        if dtype is torch.int64:  # bit rows: [B, T] (one row per sequence) or [T] (shared)
+            mask_sb = self._packed_shapes.get(shape)
+            usable = usable and mask_sb is not None and mask.is_contiguous()
+        else:
+            usable = usable and dtype is torch.bool and shape in self._bool_shapes
         if not usable:
             check_mask(self.spec, mask, self.batch, self.device)  # raises, saying what is wrong
         p = self._params
-        if mask.dtype is torch.int64:
-            p.mask, p.mask_sb = mask.data_ptr(), self._packed_shapes[mask.shape]
-            self._mask_span = (p.mask, p.mask + mask.numel() * 8)
+        if dtype is torch.int64:
+            ptr = mask.data_ptr()
+            p.mask, p.mask_sb = ptr, mask_sb
+            self._mask_span = (ptr, ptr + mask.numel() * 8)
             return
         self._mask_span = extent(mask)
         per_sequence = mask.dim() == 3  # else one [T, T] mask for every sequence
