@@ -3,7 +3,7 @@ bottleneck), then one sync; per-call microseconds, median of 5 rounds, beside a 
 torch.add for scale and the bare cuLaunchKernel floor (prepacked arguments, cached handles).
 
     PYTHONPATH=. python3 bench/host_overhead.py          # on a GPU
-    PYTHONPATH=. python3 bench/host_overhead.py --cpu    # no GPU: run's Python only, launch mocked
+    PYTHONPATH=. python3 bench/host_overhead.py --cpu    # no GPU: the Python only, launch mocked
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def cpu_rows():
     )
     runner = runner_module.Runner(kernel, 1, 1, torch.device("cpu"))
     runner._index = 0
-    runner_module.current_device = lambda: 0
+    runner_module.current_device = lambda: 0  # where a Runner asks (more than one GPU)
     api._plan = lambda *args: runner
     api.current_stream = runner_module.current_stream
     kernel.runner = lambda *args: runner
@@ -183,7 +183,7 @@ def main() -> int:
     for name, call in rows:
         median, spread = per_call_us(call, sync)
         base = base or median
-        print(f"{name:42s} {median:7.2f} us  (spread {spread:5.2f})  {median / base:5.2f}x add")
+        print(f"{name:48s} {median:7.2f} us  (spread {spread:5.2f})  {median / base:5.2f}x add")
     return 0
 
 
