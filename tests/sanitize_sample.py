@@ -54,8 +54,9 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
         Spec(heads=16, q_len=16, dtype="bfloat16", page_size=64, mask="tree"),
         Config(heads_per_block=2, kv_splits=5, vec_width=8, smem_stages=2, num_warps=8, block_n=16),
     ),
-    # The tensor-core path: dtypes, masks, page sizes 1/16/64, splits 1..300 (one- and two-level
-    # combine), stages 2..5, q in registers and in shared memory, 1..8 column groups, q.K ahead.
+    # The tensor-core path: dtypes, masks, page sizes 1/16/64, splits 1..300 (the combine's pieces:
+    # row ranges, and single rows in column chunks), stages 2..5, q in registers and in shared
+    # memory, 1..8 column groups, q.K ahead, split reduce.
     *(
         (Spec(heads=h, q_len=t, dtype=d, page_size=ps, mask=m), Config(**c, compute=MMA))
         for h, t, d, ps, m, c in [
@@ -287,7 +288,7 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     split_reduce=1,
                 ),
             ),
-            # the combine's wide merges: fanin 12 (one chunk of 16 slots) and 18 (two chunks)
+            # wide merges: 132 and 300 splits (pieces of one row cut into column chunks)
             (
                 8,
                 1,
