@@ -50,7 +50,7 @@ __device__ __forceinline__ void kgen_stamp(int k) {{
   }}
 }}
 """
-COMBINE_EDITS = (  # inside the fused combine (templates/mla/combine.cuh), where present
+COMBINE_EDITS = (  # inside the fused combine (templates/mla/combine.cuh)
     (
         "  const int role = shared[0], earlier_helpers = shared[1];\n",
         "  const int role = shared[0], earlier_helpers = shared[1];\n  kgen_stamp(6);\n",
@@ -85,10 +85,7 @@ def traced(program):
     source = program.source
     anchor, new = EDITS[0]
     source = source.replace(anchor, new, 1)  # kgen_stamp defined before its first use
-    for anchor, new in COMBINE_EDITS:
-        if source.count(anchor) == 1:
-            source = source.replace(anchor, new)
-    for anchor, new in EDITS[1:]:
+    for anchor, new in (*EDITS[1:], *COMBINE_EDITS):
         assert source.count(anchor) == 1, f"trace anchor not found once: {anchor!r}"
         source = source.replace(anchor, new)
     return replace(program, name=program.name + "_trace", source=source)
