@@ -97,6 +97,8 @@ def plan_fma(spec: Spec, config: Config, arch: Arch) -> Layout:
         refuse("qk_ahead", "applies to compute='mma' only; the FMA path takes 0")
     if config.split_reduce:
         refuse("split_reduce", "applies to compute='mma' only; the FMA path takes 0")
+    if config.split_softmax:
+        refuse("split_softmax", "applies to compute='mma' only; the FMA path takes 0")
     if spec.heads % config.heads_per_block:
         refuse("heads_per_block", f"must divide heads={spec.heads}")
     if vec * esize > MAX_LOAD_BYTES:

@@ -105,14 +105,16 @@ def write_csv(report: dict, path: Path) -> None:
 
 
 def config_name(c: dict, splits: bool = True) -> str:
-    """hb8 s16 v8 st2 w4 n32 [mma c4 [mb1] [qa]]: heads_per_block, kv_splits, vec_width, stages,
-    warps, block_n [, tensor-core path with col_groups [, min_blocks] [and q.K ahead]]."""
+    """hb8 s16 v8 st2 w4 n32 [mma c4 [mb1] [qa] [sr] [ss]]: heads_per_block, kv_splits, vec_width,
+    stages, warps, block_n [, tensor-core path with col_groups [, min_blocks] [, q.K ahead]
+    [, split reduce] [, split softmax]]."""
     split = f" s{c['kv_splits']}" if splits else ""
     mma = ""
     if c.get("compute") == "mma":
         mma = f" mma c{c['col_groups']}" + (f" mb{c['min_blocks']}" if c.get("min_blocks") else "")
         mma += " qa" if c.get("qk_ahead") else ""
         mma += " sr" if c.get("split_reduce") else ""
+        mma += " ss" if c.get("split_softmax") else ""
     return (
         f"hb{c['heads_per_block']}{split} v{c['vec_width']} st{c['smem_stages']} "
         f"w{c['num_warps']} n{c['block_n']}{mma}"
