@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgen.mla import Config, Spec  # noqa: E402
 from kgen.mla.tuning import code_stamp  # noqa: E402
-from kgen.tune.sweep import spill_free  # noqa: E402
+from kgen.tune.sweep import fits_targets  # noqa: E402
 
 CONFIG_FIELDS = [f.name for f in dataclasses.fields(Config)]
 
@@ -77,7 +77,7 @@ def main() -> int:
         if "case" not in entry:
             continue
         spec, current = Spec.from_dict(entry["spec"]), Config.from_dict(entry["config"])
-        if spill_free(spec, current):
+        if fits_targets(spec, current):
             continue
         trials = sorted(
             (r for r in rows or entry_rows(entry) if r["case"] == entry["case"]),
@@ -85,10 +85,10 @@ def main() -> int:
         )
         for row in trials:
             config = config_of(row)
-            if spill_free(spec, config):
+            if fits_targets(spec, config):
                 break
         else:
-            raise SystemExit(f"{entry['case']}: no trial compiles spill-free")
+            raise SystemExit(f"{entry['case']}: no trial fits the targets spill-free")
         if config.to_dict() != entry["config"]:
             print(
                 f"{entry['case']}: {Config.from_dict(entry['config']).short_name()} "

@@ -1,7 +1,9 @@
-"""Markdown tables for bench/RESULTS.md: the H200 figures of bench/retime.py's JSON, and the sm_120
-resources (compiled here, no GPU) of each grid case's shipped and default configs.
+"""Markdown tables for bench/RESULTS.md: the H200 figures of bench/retime.py's JSON (or, with
+--sweep, of a sweep's summary log and the shipped database), and the sm_120 resources (compiled
+here, no GPU) of each grid case's shipped and default configs.
 
     python3 bench/tables.py bench/results/h200-2026-11-30/retime.json
+    python3 bench/tables.py --sweep bench/results/h200-2026-11-30f/sweep.log
 """
 
 from __future__ import annotations
@@ -87,6 +89,43 @@ def h200_table(path: Path) -> str:
     return "\n".join(lines)
 
 
+def sweep_table(log: Path) -> str:
+    """The shipped configs' figures from the sweep that measured them: its summary rows (best,
+    default, torch) and, where the shipped config is not the sweep's best (it spilled), the
+    database's trial time, with bandwidth and rates scaled from the best row (same bytes, FLOPs)."""
+    rows: dict[tuple[str, str], list[str]] = {}
+    for line in log.read_text().splitlines():
+        parts = line.split()
+        if len(parts) > 4 and parts[1] in ("best", "default", "torch"):
+            rows[(parts[0], parts[1])] = parts
+    shipped = {e["case"]: e for e in TuningDB(SHIPPED).entries().values() if "case" in e}
+    lines = [
+        "| case | target µs | kgen µs (graph) | x target | config | KV GB/s | TFLOP/s | % floor "
+        "| default µs | torch µs | FlashInfer µs | kgen / FlashInfer |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    ratios = []
+    for case in GRID:
+        best, entry = rows[(case.name, "best")], shipped[case.name]
+        best_us, us = float(best[-6]), entry["median_us"]  # us graph GB/s TFLOP/s %floor err
+        graph = best[-5] if abs(us - best_us) < 0.05 else "—"
+        gbs, tflops, floor = (float(x) * best_us / us for x in best[-4:-1])
+        fi = FLASHINFER.get(case.name)
+        if fi:
+            ratios.append(us / fi)
+        lines.append(
+            f"| {case.name} | {TARGETS[case.name]} | {us:.1f} ({graph}) | "
+            f"{us / TARGETS[case.name]:.1f} | {config_name(entry['config'])} | {gbs:.0f} | "
+            f"{tflops:.1f} | {floor:.0f} | {rows[(case.name, 'default')][-6]} | "
+            f"{rows[(case.name, 'torch')][-6]} | {fi or '—'} | {f'{us / fi:.2f}' if fi else '—'} |"
+        )
+    mean = 1.0
+    for r in ratios:
+        mean *= r ** (1 / len(ratios))
+    lines.append(f"\nGeometric mean of kgen / FlashInfer over the 16-bit cases: {mean:.2f}.")
+    return "\n".join(lines)
+
+
 def sm120_table() -> str:
     arch = ARCHS["sm_120"]
     shipped = TuningDB(SHIPPED).entries()
@@ -115,6 +154,9 @@ def sm120_table() -> str:
 
 
 if __name__ == "__main__":
-    print(h200_table(Path(sys.argv[1])))
+    if sys.argv[1] == "--sweep":
+        print(sweep_table(Path(sys.argv[2])))
+    else:
+        print(h200_table(Path(sys.argv[1])))
     print()
     print(sm120_table())

@@ -171,9 +171,9 @@ def test_shipped_tuning_is_current_and_fits_sm120():
     for entry in entries.values():
         assert staleness(entry) is None, staleness(entry)
         config = Config.from_dict(entry["config"])
+        kernel = build(Spec.from_dict(entry["spec"]), config, "sm_120")  # refuses what cannot fit
         if config.compute != "mma":
             continue
-        kernel = build(Spec.from_dict(entry["spec"]), config, "sm_120")
         res = kernel.resources
         assert res.smem <= ARCHS["sm_120"].smem_per_block and res.spills == 0, res.summary()
 
@@ -251,6 +251,18 @@ def test_sweep_ranks_only_correct_variants_records_and_resumes(tmp_path):
     assert again["cases"][0]["best"] == entry["best"]
 
 
+def test_a_config_that_only_fits_the_test_gpu_does_not_fit_the_targets():
+    """The sweep times its default row unpruned: an FMA default with 110 KB of shared memory runs
+    on the H200 but not on sm_120, so it must not become a shipped winner."""
+    from kgen.tune.sweep import fits_targets
+
+    spec = Spec(heads=64, q_len=8, mask="tree", dtype="float32")
+    fma = Config(heads_per_block=4, num_warps=8, block_n=16, vec_width=4, smem_stages=3)
+    assert not fits_targets(spec, fma, ("sm_120",))
+    assert fits_targets(spec, fma, ("sm_90",))
+    assert fits_targets(spec, replace(fma, smem_stages=2), ("sm_120",))
+
+
 def test_the_shipped_best_is_the_fastest_that_compiles_spill_free_for_the_target(
     tmp_path, monkeypatch
 ):
@@ -264,7 +276,7 @@ def test_the_shipped_best_is_the_fastest_that_compiles_spill_free_for_the_target
         checked.append((row["config"]["heads_per_block"], archs))
         return row["config"]["heads_per_block"] != 4  # hb4 is the fastest and "spills"
 
-    monkeypatch.setattr(sweep, "_spill_free", spill_free)
+    monkeypatch.setattr(sweep, "_fits_targets", spill_free)
     options = SweepOptions(
         arch="sm_90",
         compile_only=False,

@@ -17,7 +17,7 @@ from tqdm import tqdm
 from kgen import __version__
 from kgen.arch import resolve_arch
 from kgen.compiler import CompileError, nvrtc_version
-from kgen.mla import Config, Spec, build
+from kgen.mla import Config, ConfigError, Spec, build
 from kgen.mla.heuristic import default_config
 from kgen.mla.tuning import TuningDB, bucket
 from kgen.tune.space import FIT_ARCHS, Axes, Case, enumerate_configs, prune, split_candidates
@@ -266,23 +266,30 @@ def _time_cases(
         executor.close()
 
 
-def spill_free(spec: Spec, config: Config, archs: tuple[str, ...] = FIT_ARCHS) -> bool:
-    """Whether a tensor-core config compiles without spills for every target arch (the FMA path
-    is not held to that): what a shipped config must do."""
-    if config.compute != "mma":
-        return True
-    return all(build(spec, config, arch).resources.spills == 0 for arch in archs)
+def fits_targets(spec: Spec, config: Config, archs: tuple[str, ...] = FIT_ARCHS) -> bool:
+    """Whether a config fits every target arch (its layout is accepted there) and, on the
+    tensor-core path, compiles there without spills (the FMA path is not held to that): what a
+    shipped config must do. A sweep's default row is timed unpruned, so this also keeps a default
+    that only fits the test GPU out of the database."""
+    for arch in archs:
+        try:
+            kernel = build(spec, config, arch)
+        except ConfigError:
+            return False
+        if config.compute == "mma" and kernel.resources.spills:
+            return False
+    return True
 
 
-def _spill_free(case: Case, row: dict, archs: tuple[str, ...]) -> bool:
-    return spill_free(case.spec, Config.from_dict(row["config"]), archs)
+def _fits_targets(case: Case, row: dict, archs: tuple[str, ...]) -> bool:
+    return fits_targets(case.spec, Config.from_dict(row["config"]), archs)
 
 
 def _summarise(
     case: Case, entry: dict, progress: Progress, default: Config, also_fit: tuple[str, ...]
 ) -> None:
-    """Gather this case's trial rows; the best is the fastest correct one that also compiles
-    without spills for the target archs (what is shipped must run well there too)."""
+    """Gather this case's trial rows; the best is the fastest correct one that also fits the
+    target archs and compiles there without spills (what is shipped must run well there too)."""
     rows = []
     for kind in ("variant", "default"):
         for key, trial in progress.done.items():
@@ -291,7 +298,7 @@ def _summarise(
     entry["trials"] = rows
     correct = [r for r in rows if r["status"] == "ok"]
     ranked = sorted(correct, key=lambda r: r["median_us"])
-    entry["best"] = next((r for r in ranked if _spill_free(case, r, also_fit)), None)
+    entry["best"] = next((r for r in ranked if _fits_targets(case, r, also_fit)), None)
     defaults = [r for r in rows if r["kind"] == "default" and r["status"] == "ok"]
     entry["default"] = defaults[0] if defaults else None
     entry["default_config"] = default.to_dict()
