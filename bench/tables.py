@@ -56,74 +56,79 @@ FLASHINFER = {  # FlashInfer FA2 MLA on the same H200 and timing (the issue's ta
 }
 
 
-def h200_table(path: Path) -> str:
-    data = json.loads(path.read_text())
-    read = data["ceilings"]["read_gbs"]
+def _figures_table(rows: list[tuple]) -> str:
+    """One row per case: (name, µs, graph µs or "—", config dict, KV GB/s, TFLOP/s, % floor,
+    default µs, torch µs); against the targets and FlashInfer, with the geometric mean."""
     lines = [
         "| case | target µs | kgen µs (graph) | x target | config | KV GB/s | TFLOP/s | % floor "
         "| default µs | torch µs | FlashInfer µs | kgen / FlashInfer |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     ratios = []
+    for name, us, graph, config, gbs, tflops, floor, default_us, torch_us in rows:
+        fi = FLASHINFER.get(name)
+        if fi:
+            ratios.append(us / fi)
+        lines.append(
+            f"| {name} | {TARGETS[name]} | {us:.1f} ({graph}) | {us / TARGETS[name]:.1f} | "
+            f"{config_name(config)} | {gbs:.0f} | {tflops:.1f} | {floor:.0f} | {default_us:.1f} | "
+            f"{torch_us:.1f} | {fi or '—'} | {f'{us / fi:.2f}' if fi else '—'} |"
+        )
+    mean = 1.0
+    for r in ratios:
+        mean *= r ** (1 / len(ratios))
+    lines.append(f"\nGeometric mean of kgen / FlashInfer over the 16-bit cases: {mean:.2f}.")
+    return "\n".join(lines)
+
+
+def h200_table(path: Path) -> str:
+    """From bench/retime.py's JSON."""
+    data = json.loads(path.read_text())
+    read = data["ceilings"]["read_gbs"]
+    rows = []
     for row in data["cases"]:
         name, t = row["case"], row["tuned"]
         dtype = next(c.spec.dtype for c in GRID if c.name == name)
         peak = data["ceilings"]["fp32_tflops"] if dtype == "float32" else MMA_SYNC_TFLOPS
         us = t["median_us"]
         floor = max(t["bytes"] / read / 1e3, t["flops"] / peak / 1e6)
-        fi = FLASHINFER.get(name)
-        if fi:
-            ratios.append(us / fi)
-        lines.append(
-            f"| {name} | {TARGETS[name]} | {us:.1f} ({t['graph']['median_us']:.1f}) | "
-            f"{us / TARGETS[name]:.1f} | {config_name(t['config'])} | "
-            f"{t['kv_bytes'] / us / 1e3:.0f} | {t['flops'] / us / 1e6:.1f} | "
-            f"{100 * floor / us:.0f} | {row['default']['median_us']:.1f} | "
-            f"{row['torch']['median_us']:.1f} | {fi or '—'} | "
-            f"{f'{us / fi:.2f}' if fi else '—'} |"
+        rows.append(
+            (
+                name,
+                us,
+                f"{t['graph']['median_us']:.1f}",
+                t["config"],
+                t["kv_bytes"] / us / 1e3,
+                t["flops"] / us / 1e6,
+                100 * floor / us,
+                row["default"]["median_us"],
+                row["torch"]["median_us"],
+            )
         )
-    mean = 1.0
-    for r in ratios:
-        mean *= r ** (1 / len(ratios))
-    lines.append(f"\nGeometric mean of kgen / FlashInfer over the 16-bit cases: {mean:.2f}.")
-    return "\n".join(lines)
+    return _figures_table(rows)
 
 
 def sweep_table(log: Path) -> str:
     """The shipped configs' figures from the sweep that measured them: its summary rows (best,
     default, torch) and, where the shipped config is not the sweep's best (it spilled), the
     database's trial time, with bandwidth and rates scaled from the best row (same bytes, FLOPs)."""
-    rows: dict[tuple[str, str], list[str]] = {}
+    summary: dict[tuple[str, str], list[str]] = {}
     for line in log.read_text().splitlines():
         parts = line.split()
         if len(parts) > 4 and parts[1] in ("best", "default", "torch"):
-            rows[(parts[0], parts[1])] = parts
+            summary[(parts[0], parts[1])] = parts  # ... us graph GB/s TFLOP/s %floor err
     shipped = {e["case"]: e for e in TuningDB(SHIPPED).entries().values() if "case" in e}
-    lines = [
-        "| case | target µs | kgen µs (graph) | x target | config | KV GB/s | TFLOP/s | % floor "
-        "| default µs | torch µs | FlashInfer µs | kgen / FlashInfer |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    ratios = []
+    rows = []
     for case in GRID:
-        best, entry = rows[(case.name, "best")], shipped[case.name]
-        best_us, us = float(best[-6]), entry["median_us"]  # us graph GB/s TFLOP/s %floor err
+        best, entry = summary[(case.name, "best")], shipped[case.name]
+        best_us, us = float(best[-6]), entry["median_us"]
         graph = best[-5] if abs(us - best_us) < 0.05 else "—"
         gbs, tflops, floor = (float(x) * best_us / us for x in best[-4:-1])
-        fi = FLASHINFER.get(case.name)
-        if fi:
-            ratios.append(us / fi)
-        lines.append(
-            f"| {case.name} | {TARGETS[case.name]} | {us:.1f} ({graph}) | "
-            f"{us / TARGETS[case.name]:.1f} | {config_name(entry['config'])} | {gbs:.0f} | "
-            f"{tflops:.1f} | {floor:.0f} | {rows[(case.name, 'default')][-6]} | "
-            f"{rows[(case.name, 'torch')][-6]} | {fi or '—'} | {f'{us / fi:.2f}' if fi else '—'} |"
+        default_us, torch_us = (float(summary[(case.name, k)][-6]) for k in ("default", "torch"))
+        rows.append(
+            (case.name, us, graph, entry["config"], gbs, tflops, floor, default_us, torch_us)
         )
-    mean = 1.0
-    for r in ratios:
-        mean *= r ** (1 / len(ratios))
-    lines.append(f"\nGeometric mean of kgen / FlashInfer over the 16-bit cases: {mean:.2f}.")
-    return "\n".join(lines)
+    return _figures_table(rows)
 
 
 def sm120_table() -> str:
