@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the device: Nsight Compute's full set, with per-SASS-instruction stall samples, for one
-# launch of each named grid case's chosen config. Output: $OUT/stalls.tar.gz.
+# launch of each named grid case's chosen config. Output: $OUT/stalls.tar.gz, and the samples by
+# kind of instruction (bench/stall_summary.py) in $OUT/stalls-summary.txt.
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out/stalls"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
@@ -12,4 +13,6 @@ for case in "$@"; do
   ncu -i "$out/stalls/$case.ncu-rep" --page details --csv > "$out/stalls/$case-details.csv" 2>&1
   echo "$case: $(grep -c . "$out/stalls/$case-source.csv") source rows"
 done
+python3 bench/stall_summary.py "$out"/stalls/*-source.csv > "$out/stalls-summary.txt" 2>&1
+cat "$out/stalls-summary.txt"
 tar czf "$out/stalls.tar.gz" -C "$out" stalls && rm -rf "$out/stalls"
