@@ -8,6 +8,16 @@ from pathlib import Path
 
 from kgen.tune.space import Axes, case_from_dict, load_grid
 
+# The tensor-core integer axes that `kgen sweep` takes as flags (--col-groups ...; defaults: Axes).
+MMA_AXES = {
+    "col_groups": "warps that share a block's rows and split its output columns",
+    "min_blocks": "blocks per SM the registers must allow (0: ptxas decides)",
+    "qk_ahead": "1 = q.K of the next tile beside softmax and P.V of this one",
+    "split_reduce": "1 = the column groups' partial scores summed once, a slice per warp",
+    "split_softmax": "1 = each tile's softmax split in slices between a row group's warps, P "
+    "shared through shared memory",
+}
+
 
 def add_sweep_parser(commands) -> None:
     p = commands.add_parser(
@@ -36,36 +46,14 @@ def add_sweep_parser(commands) -> None:
         default=["fma", "mma"],
         help="compute paths to sweep (mma: 16-bit dtypes only)",
     )
-    p.add_argument("--col-groups", type=int, nargs="+", default=[2, 4, 8], help="mma axis values")
-    p.add_argument(
-        "--min-blocks",
-        type=int,
-        nargs="+",
-        default=[0, 1],
-        help="mma axis values: blocks per SM the registers must allow (0: ptxas decides)",
-    )
-    p.add_argument(
-        "--qk-ahead",
-        type=int,
-        nargs="+",
-        default=[0, 1],
-        help="mma axis values: 1 = q.K of the next tile beside softmax and P.V of this one",
-    )
-    p.add_argument(
-        "--split-reduce",
-        type=int,
-        nargs="+",
-        default=[0],
-        help="mma axis values: 1 = the column groups' partial scores summed once, a slice per warp",
-    )
-    p.add_argument(
-        "--split-softmax",
-        type=int,
-        nargs="+",
-        default=[0, 1],
-        help="mma axis values: 1 = each tile's softmax split in slices between a row group's "
-        "warps, P shared through shared memory",
-    )
+    for field, help in MMA_AXES.items():
+        p.add_argument(
+            "--" + field.replace("_", "-"),
+            type=int,
+            nargs="+",
+            default=list(getattr(Axes(), field)),
+            help=f"mma axis values: {help}",
+        )
     p.add_argument(
         "--mma-tiles",
         nargs="+",
@@ -120,11 +108,7 @@ def _run(args) -> int:
         num_warps=tuple(args.num_warps),
         vec_width=tuple(args.vec_width) if args.vec_width else None,
         computes=tuple(args.compute),
-        col_groups=tuple(args.col_groups),
-        min_blocks=tuple(args.min_blocks),
-        qk_ahead=tuple(args.qk_ahead),
-        split_reduce=tuple(args.split_reduce),
-        split_softmax=tuple(args.split_softmax),
+        **{field: tuple(getattr(args, field)) for field in MMA_AXES},
         **({"mma_stage_tiles": _tiles(args.mma_tiles)} if args.mma_tiles else {}),
     )
     options = SweepOptions(
