@@ -53,7 +53,12 @@ constexpr int PV_STEPS = BLOCK_N / 16;
 constexpr int S_STRIDE = BLOCK_N + (24 - BLOCK_N % 16) % 16;    // = 8 mod 16: conflict-free float2
 constexpr float RESCALE_THRESHOLD = 8.0f;
 
-constexpr int Q_BYTES = Q_IN_REGISTERS ? 0 : M_TILES * 16 * ROW_ELEMS * 2;
+// q: a warp's first Q_REG_STEPS k steps (kk) in registers; the columns of the later ones, from
+// Q_SMEM_COL on, in shared memory (rows of Q_ROW_ELEMS, an odd number of chunks as for KV).
+constexpr int Q_SMEM_COL = Q_REG_STEPS * COL_GROUPS * 16 < HEAD_DIM ? Q_REG_STEPS * COL_GROUPS * 16 : HEAD_DIM;
+constexpr int Q_SMEM_CHUNKS = (HEAD_DIM - Q_SMEM_COL) / 8;
+constexpr int Q_ROW_ELEMS = (Q_SMEM_CHUNKS % 2 || Q_SMEM_CHUNKS == 0 ? Q_SMEM_CHUNKS : Q_SMEM_CHUNKS + 1) * 8;
+constexpr int Q_BYTES = M_TILES * 16 * Q_ROW_ELEMS * 2;
 constexpr int TILE_ELEMS = BLOCK_N * ROW_ELEMS;
 constexpr int TILES_OFFSET = Q_BYTES;
 constexpr int SCORE_FLOATS = COL_GROUPS * M_TILES * 16 * S_STRIDE;  // one tile's partial scores
@@ -66,13 +71,14 @@ constexpr int P_BYTES = SPLIT_SOFTMAX ? M_TILES * 16 * P_STRIDE * 2 : 0;
 constexpr int ROW_STATE_OFFSET = P_OFFSET + P_BYTES;  // per row: rescale factor (then m), l
 constexpr int MAIN_SMEM = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);
 
-// SPLIT_SOFTMAX items: a row group's (row, position pair) items dealt to its lanes in order, so a
-// row's BLOCK_N / 2 pairs are consecutive lanes of one warp (a whole warp is in or out).
+// Items (SPLIT_REDUCE, SPLIT_SOFTMAX): a row group's (row, position pair) items dealt to its lanes
+// in order, so a row's BLOCK_N / 2 pairs are consecutive lanes of one warp (a whole warp is in or out).
 constexpr int PAIRS_PER_ROW = BLOCK_N / 2;
 constexpr int GROUP_LANES = COL_GROUPS * 32;
 constexpr int GROUP_PAIRS = WARP_M * 16 * PAIRS_PER_ROW;
 constexpr int ITEMS = (GROUP_PAIRS + GROUP_LANES - 1) / GROUP_LANES;
 static_assert(!SPLIT_SOFTMAX || 32 % PAIRS_PER_ROW == 0, "a row's position pairs in one warp");
+static_assert(ROW_GROUPS <= 15, "a named barrier (1 + row group) per row group");
 
 static_assert(sizeof(T) == 2, "the mma path takes 16-bit q and KV");
 static_assert(HEAD_DIM % 16 == 0 && LATENT_DIM % 16 == 0, "head dims must be multiples of 16");
@@ -137,7 +143,23 @@ struct Lane {
   }
 };
 
-using QFrags = unsigned[Q_IN_REGISTERS ? WARP_M : 1][Q_IN_REGISTERS ? WARP_K : 1][4];
+// A barrier of this thread's row group alone (named barrier 1 + rg; barrier 0 is __syncthreads),
+// with the memory ordering of __syncthreads among its warps. Returns whether any of them passed true.
+__device__ __forceinline__ bool row_group_sync_or(bool pred, const Lane& ln) {
+  if constexpr (ROW_GROUPS == 1) {
+    return __syncthreads_or(pred);
+  } else {
+    int any;
+    asm volatile(
+        "{\n .reg .pred p, q;\n setp.ne.s32 p, %1, 0;\n bar.red.or.pred q, %2, %3, p;\n selp.s32 %0, 1, 0, q;\n}"
+        : "=r"(any)
+        : "r"(static_cast<int>(pred)), "r"(1 + ln.rg), "n"(COL_GROUPS * 32)
+        : "memory");
+    return any != 0;
+  }
+}
+
+using QFrags = unsigned[WARP_M][Q_REG_STEPS > 0 ? Q_REG_STEPS : 1][4];
 using Accum = float[WARP_M][O_TILES][4];
 using PFrags = unsigned[WARP_M][PV_STEPS][4];
 
@@ -177,11 +199,12 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
       unsigned a[WARP_M][4];
 #pragma unroll
       for (int i = 0; i < WARP_M; ++i) {
-        if constexpr (Q_IN_REGISTERS) {
+        if (kk < Q_REG_STEPS) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) a[i][e] = qf[i][kk][e];
+          for (int e = 0; e < 4; ++e) a[i][e] = qf[i][kk < Q_REG_STEPS ? kk : 0][e];
         } else {
-          kgen::ldmatrix_x4(a[i], q_s + ((ln.rg * WARP_M + i) * 16 + ln.lane % 16) * ROW_ELEMS + (2 * ks + ln.lane / 16) * 8);
+          kgen::ldmatrix_x4(a[i], q_s + ((ln.rg * WARP_M + i) * 16 + ln.lane % 16) * Q_ROW_ELEMS +
+                                      (2 * ks + ln.lane / 16) * 8 - Q_SMEM_COL);
         }
       }
 #pragma unroll
@@ -227,22 +250,48 @@ __device__ __forceinline__ bool visible(int n, int end, int prefix, bool valid, 
   return seen;
 }
 
-// With SPLIT_REDUCE: the warps of a row group sum its partial scores once, a slice each (float2
-// pairs of columns), scaled into log2 units, into column group 0's slot. Every partial is whole
+// A row group's (row, position pair) items of a tile, dealt to its lanes in order: item k of a
+// lane is index(k); a row's BLOCK_N / 2 pairs are consecutive lanes of one warp. SPLIT_REDUCE sums
+// the partials of its items, SPLIT_SOFTMAX computes their whole softmax.
+struct Items {
+  __device__ __forceinline__ static int index(int k, const Lane& ln) { return ln.cg * 32 + ln.lane + k * GROUP_LANES; }
+  __device__ __forceinline__ static bool live(int k, const Lane& ln) {
+    return GROUP_PAIRS % GROUP_LANES == 0 || index(k, ln) < GROUP_PAIRS;  // warp-uniform
+  }
+  __device__ __forceinline__ static int row(int k, const Lane& ln) {
+    return ln.rg * WARP_M * 16 + index(k, ln) / PAIRS_PER_ROW;
+  }
+  __device__ __forceinline__ static int col(int k, const Lane& ln) { return 2 * (index(k, ln) % PAIRS_PER_ROW); }
+};
+
+// With SPLIT_REDUCE: the warps of a row group sum its partial scores once, an item (float2 pair of
+// columns) at a time, scaled into log2 units, into column group 0's slot. Every partial is whole
 // (a barrier before); the sums are read after the next one.
 __device__ __forceinline__ void reduce_partials(float* partials, float scale_log2, const Lane& ln) {
-  constexpr int PAIRS = WARP_M * 16 * BLOCK_N / 2, LANES = COL_GROUPS * 32;
-  float* group = partials + ln.rg * WARP_M * 16 * S_STRIDE;
 #pragma unroll
-  for (int k = 0; k < (PAIRS + LANES - 1) / LANES; ++k) {
-    const int idx = ln.cg * 32 + ln.lane + k * LANES;
-    if (PAIRS % LANES == 0 || idx < PAIRS) {
-      float* at = group + (idx / (BLOCK_N / 2)) * S_STRIDE + 2 * (idx % (BLOCK_N / 2));
-      const float2 sum = partial_sum(at);
-      *reinterpret_cast<float2*>(at) = make_float2(sum.x * scale_log2, sum.y * scale_log2);
-    }
+  for (int k = 0; k < ITEMS; ++k) {
+    if (!Items::live(k, ln)) continue;
+    float* at = partials + Items::row(k, ln) * S_STRIDE + Items::col(k, ln);
+    const float2 sum = partial_sum(at);
+    *reinterpret_cast<float2*>(at) = make_float2(sum.x * scale_log2, sum.y * scale_log2);
   }
 }
+
+// Whether a row's running max m (log2 units) moves to the tile's max mx: only a rise past
+// RESCALE_THRESHOLD moves it (so p <= 2^threshold), or the first finite max. Then `alpha` is the
+// rescale factor of what was summed before (0 when nothing was).
+__device__ __forceinline__ bool max_rose(float& m, float mx, float& alpha) {
+  alpha = 1.f;
+  if (mx > m + RESCALE_THRESHOLD || (m == -CUDART_INF_F && mx != -CUDART_INF_F)) {
+    alpha = kgen::fast_exp2(m - mx);
+    m = mx;
+    return true;
+  }
+  return false;
+}
+
+// The base exponent of a row's p = 2^(s - base): its max, or 0 while the row has seen nothing.
+__device__ __forceinline__ float exp_base(float m) { return m == -CUDART_INF_F ? 0.f : m; }
 
 // Softmax state of this thread's rows: running max m (log2 units) and its share of the sum l.
 struct RowState {
@@ -295,16 +344,11 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const float* parti
       for (int j = 0; j < N_TILES; ++j) mx = fmaxf(mx, fmaxf(s[i][j][2 * h], s[i][j][2 * h + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      alpha[i][h] = 1.f;
-      if (mx > st.m[i][h] + RESCALE_THRESHOLD || (st.m[i][h] == -CUDART_INF_F && mx != -CUDART_INF_F)) {
-        alpha[i][h] = kgen::fast_exp2(st.m[i][h] - mx);  // 0 when nothing was seen yet
-        st.m[i][h] = mx;
-        rescale = true;
-      }
+      rescale |= max_rose(st.m[i][h], mx, alpha[i][h]);
     }
 #pragma unroll
   for (int i = 0; i < WARP_M; ++i) {
-    const float base[2] = {st.m[i][0] == -CUDART_INF_F ? 0.f : st.m[i][0], st.m[i][1] == -CUDART_INF_F ? 0.f : st.m[i][1]};
+    const float base[2] = {exp_base(st.m[i][0]), exp_base(st.m[i][1])};
     float sum[2] = {0.f, 0.f};
 #pragma unroll
     for (int j = 0; j < N_TILES; ++j)
@@ -329,19 +373,11 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const float* parti
   }
 }
 
-// SPLIT_SOFTMAX: this lane's items (fixed for the whole split) and their softmax state: the row's
+// SPLIT_SOFTMAX: this lane's Items (fixed for the whole split) and their softmax state: the row's
 // running max m (log2 units, the same in every lane of the row) and the item's share of l.
-struct Slice {
+struct Slice : Items {
   float m[ITEMS], l[ITEMS];
   unsigned long long drafts[ITEMS];
-  __device__ __forceinline__ static int index(int k, const Lane& ln) { return ln.cg * 32 + ln.lane + k * GROUP_LANES; }
-  __device__ __forceinline__ static bool live(int k, const Lane& ln) {
-    return GROUP_PAIRS % GROUP_LANES == 0 || index(k, ln) < GROUP_PAIRS;  // warp-uniform
-  }
-  __device__ __forceinline__ static int row(int k, const Lane& ln) {
-    return ln.rg * WARP_M * 16 + index(k, ln) / PAIRS_PER_ROW;
-  }
-  __device__ __forceinline__ static int col(int k, const Lane& ln) { return 2 * (index(k, ln) % PAIRS_PER_ROW); }
 };
 
 // The max over a row's lanes (butterfly: every lane of the row gets the same bits).
@@ -374,14 +410,9 @@ __device__ __forceinline__ bool softmax_slice(const Params& p, const float* part
       if (!visible(start + c, start + count, prefix, r < ROWS, sl.drafts[k])) s.x = -CUDART_INF_F;
       if (!visible(start + c + 1, start + count, prefix, r < ROWS, sl.drafts[k])) s.y = -CUDART_INF_F;
     }
-    const float mx = row_max(fmaxf(s.x, s.y));
-    float alpha = 1.f;
-    if (mx > sl.m[k] + RESCALE_THRESHOLD || (sl.m[k] == -CUDART_INF_F && mx != -CUDART_INF_F)) {
-      alpha = kgen::fast_exp2(sl.m[k] - mx);  // 0 when nothing was seen yet
-      sl.m[k] = mx;
-      rose = true;
-    }
-    const float base = sl.m[k] == -CUDART_INF_F ? 0.f : sl.m[k];
+    float alpha;
+    rose |= max_rose(sl.m[k], row_max(fmaxf(s.x, s.y)), alpha);
+    const float base = exp_base(sl.m[k]);
     const unsigned packed = Mma::pack(kgen::fast_exp2(s.x - base), kgen::fast_exp2(s.y - base));
     const float2 rounded = Mma::unpack(packed);  // l sums exactly the p that P.V uses
     sl.l[k] = sl.l[k] * alpha + rounded.x + rounded.y;
@@ -523,27 +554,24 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   const Lane ln;
   if (num_splits > 1) note_started(p, b);
 
-  // q: this warp's A fragments of its k steps in registers, or the block's rows in shared memory
-  // (padding rows are zeros).
+  // q: this warp's A fragments of its first Q_REG_STEPS k steps in registers, the block's rows'
+  // columns from Q_SMEM_COL on in shared memory (padding rows are zeros).
   QFrags qf;
-  if constexpr (Q_IN_REGISTERS) {
 #pragma unroll
-    for (int i = 0; i < WARP_M; ++i)
+  for (int i = 0; i < WARP_M; ++i)
 #pragma unroll
-      for (int kk = 0; kk < WARP_K; ++kk)
+    for (int kk = 0; kk < Q_REG_STEPS; ++kk)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * (e % 2), ks = kk * COL_GROUPS + ln.cg;
-          const bool inside = r < ROWS && (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS);
-          qf[i][kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, b, r) + 16 * ks + 2 * ln.qd + 8 * (e / 2))) : 0u;
-        }
-  } else {
-    for (int idx = threadIdx.x; idx < M_TILES * 16 * CHUNKS; idx += NUM_THREADS) {
-      const int r = idx / CHUNKS, c = idx % CHUNKS;
-      uint4 v = make_uint4(0u, 0u, 0u, 0u);
-      if (r < ROWS) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + c * 8));
-      *reinterpret_cast<uint4*>(q_s + r * ROW_ELEMS + c * 8) = v;
-    }
+      for (int e = 0; e < 4; ++e) {
+        const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * (e % 2), ks = kk * COL_GROUPS + ln.cg;
+        const bool inside = r < ROWS && (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS);
+        qf[i][kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, b, r) + 16 * ks + 2 * ln.qd + 8 * (e / 2))) : 0u;
+      }
+  for (int idx = threadIdx.x; idx < M_TILES * 16 * Q_SMEM_CHUNKS; idx += NUM_THREADS) {
+    const int r = idx / Q_SMEM_CHUNKS, c = idx % Q_SMEM_CHUNKS;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (r < ROWS) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + Q_SMEM_COL + c * 8));
+    *reinterpret_cast<uint4*>(q_s + r * Q_ROW_ELEMS + c * 8) = v;
   }
   if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;
 
@@ -621,12 +649,13 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     }
     if constexpr (SPLIT_REDUCE) {
       reduce_partials(partials, p.scale_log2, ln);
-      __syncthreads();  // every slice summed
+      row_group_sync_or(false, ln);  // every slice of the group summed
     }
     PFrags pa;
     if constexpr (SPLIT_SOFTMAX) {
-      // P whole; a row's rescale factor is read before the next tile's softmax (a barrier between)
-      if (__syncthreads_or(softmax_slice(p, partials, start, count, prefix, sl, p_h, alpha_s, ln))) {
+      // The row group's P whole; a row's rescale factor is read before the group's next softmax (the
+      // tile barrier between)
+      if (row_group_sync_or(softmax_slice(p, partials, start, count, prefix, sl, p_h, alpha_s, ln), ln)) {
         rescale_rows(alpha_s, o, ln);
       }
     } else {
