@@ -1,13 +1,16 @@
 """Time each named grid case's shipped config (kgen/tuned/tuning.json, its stamp ignored) with the
 flushed timer, after checking it against the float64 oracle. For comparing two versions of the
-kernel code on the same configs: run it from each tree. JSON lines to stdout.
+kernel code on the same configs: run it from each tree. `CASE:field=value,...` times the shipped
+config with those fields changed (e.g. `dsv3-tp1-batch:min_blocks=2,kv_splits=8`). JSON lines to
+stdout.
 
-    PYTHONPATH=. python3 bench/time_shipped.py [--reps N] [CASE ...]   # default: 16-bit cases
+    PYTHONPATH=. python3 bench/time_shipped.py [--reps N] [CASE[:field=value,...] ...]   # default: 16-bit cases
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -28,6 +31,13 @@ def shipped_configs() -> dict[str, Config]:
     return {e["case"]: Config(**e["config"]) for e in entries.values() if "case" in e}
 
 
+def _config(name: str, configs: dict[str, Config]) -> tuple[str, Config]:
+    """The grid case of `CASE[:field=value,...]` and its shipped config with those fields."""
+    case, _, overrides = name.partition(":")
+    fields = dict(item.split("=") for item in overrides.split(",") if item)
+    return case, dataclasses.replace(configs[case], **{k: int(v) for k, v in fields.items()})
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="*")
@@ -36,11 +46,11 @@ def main() -> int:
     grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
     configs = shipped_configs()
     names = args.cases or [n for n in configs if grid[n].spec.dtype != "float32"]
+    runs = [(name, *_config(name, configs)) for name in names]
     trials = Trials()
-    compile_space([(grid[n].spec, configs[n]) for n in names], resolve_arch("native").name)
-    for name in names:
-        config = configs[name]
-        (r,) = trials.variant(grid[name], config, [config.kv_splits], seed=3, reps=args.reps)
+    compile_space([(grid[case].spec, config) for _, case, config in runs], resolve_arch("native").name)
+    for name, case, config in runs:
+        (r,) = trials.variant(grid[case], config, [config.kv_splits], seed=3, reps=args.reps)
         summary = {k: r.get(k) for k in ("status", "median_us", "error")}
         print(json.dumps({"case": name, "config": config.short_name(), **summary}), flush=True)
     return 0

@@ -18,6 +18,8 @@ from kgen.mla.spec import Config, Spec
 MAX_BLOCK_N = 64  # the draft scan keeps one bit per position in a 64-bit word
 REGISTER_OVERHEAD = 40  # indices, pointers, row states, loop state: an allowance
 Q_REGISTER_LIMIT = 40  # q fragments a warp keeps in registers; beyond, q lives in shared memory
+TIGHT_REGISTERS = 128  # at most this many per thread (16 warps a block, or 2 blocks of 8 per SM):
+# the rope part of q moves to shared memory (4 registers a k step; such layouts spill without it)
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,7 @@ class MMALayout:
     m_tiles: int  # rows padded to m16 tiles
     row_groups: int
     col_groups: int
-    q_in_registers: bool  # each warp's q fragments (its k steps) in registers, not shared memory
+    q_register_steps: int  # a warp's first k steps of q in registers; the later ones' columns in smem
     warp_m: int  # m16 tiles per warp
     o_tiles: int  # n8 tiles of output columns per warp
     threads: int
@@ -40,6 +42,13 @@ class MMALayout:
     def main_smem(self) -> int:
         """Shared memory of the main loop (the combine reuses it, needing combine_smem)."""
         return self.q_bytes + self.stage_bytes + self.score_bytes + 16
+
+    @property
+    def q_placement(self) -> str:
+        """Where q's A fragments come from: registers, shared memory or both (split)."""
+        if self.q_bytes == 0:
+            return "registers"
+        return "split" if self.q_register_steps else "shared"
 
     @property
     def padding(self) -> float:
@@ -122,9 +131,14 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     chunks = spec.head_dim // 8
     row_bytes = (chunks if chunks % 2 else chunks + 1) * 16
     warp_m = m_tiles // row_groups
-    q_registers = warp_m * math.ceil(spec.head_dim // 16 / cols) * 4
-    q_in_registers = q_registers <= Q_REGISTER_LIMIT
-    q_bytes = 0 if q_in_registers else m_tiles * 16 * row_bytes
+    warp_k = math.ceil(spec.head_dim // 16 / cols)
+    q_steps = warp_k if warp_m * warp_k * 4 <= Q_REGISTER_LIMIT else 0
+    if q_steps and arch.regs_per_sm // (threads * max(config.min_blocks, 1)) <= TIGHT_REGISTERS:
+        q_steps = spec.latent_dim // 16 // cols  # the rope k steps from shared memory
+    q_registers = warp_m * q_steps * 4
+    q_col = min(q_steps * cols * 16, spec.head_dim)  # the first column of q in shared memory
+    q_chunks = (spec.head_dim - q_col) // 8
+    q_bytes = m_tiles * 16 * (q_chunks if q_chunks % 2 or not q_chunks else q_chunks + 1) * 16
     stage_bytes = config.smem_stages * config.block_n * row_bytes
     s_stride = config.block_n + (24 - config.block_n % 16) % 16
     score_bytes = (2 if config.qk_ahead else 1) * cols * m_tiles * 16 * s_stride * 4
@@ -144,7 +158,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         warp_m * o_tiles * 4  # the output accumulator
         + (2 if config.qk_ahead else 1) * warp_m * n_tiles * 4  # scores (and the next tile's)
         + warp_m * (4 if config.split_softmax else (config.block_n // 16) * 4)  # P fragments
-        + (q_registers if q_in_registers else warp_m * 4)  # q fragments
+        + max(q_registers, warp_m * 4)  # q fragments
         + 4  # K/V fragments
         + warp_m * 8  # row states and draft bits
         + REGISTER_OVERHEAD
@@ -154,7 +168,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         m_tiles=m_tiles,
         row_groups=row_groups,
         col_groups=cols,
-        q_in_registers=q_in_registers,
+        q_register_steps=q_steps,
         warp_m=warp_m,
         o_tiles=o_tiles,
         threads=threads,

@@ -48,7 +48,7 @@ def _compile(spec: Spec, config: Config, arch: str) -> dict:
             "warps_per_sm": r.occupancy.warps_per_sm,
             "limiter": r.occupancy.limiter,
             "q_source": getattr(kernel.layout, "q_source", None)
-            or ("registers" if kernel.layout.q_in_registers else "shared"),
+            or kernel.layout.q_placement,
         }
     except CompileError as err:
         return {"status": "compile error", "detail": err.log[-2000:]}

@@ -53,7 +53,12 @@ constexpr int PV_STEPS = BLOCK_N / 16;
 constexpr int S_STRIDE = BLOCK_N + (24 - BLOCK_N % 16) % 16;    // = 8 mod 16: conflict-free float2
 constexpr float RESCALE_THRESHOLD = 8.0f;
 
-constexpr int Q_BYTES = Q_IN_REGISTERS ? 0 : M_TILES * 16 * ROW_ELEMS * 2;
+// q: a warp's first Q_REG_STEPS k steps (kk) in registers; the columns of the later ones, from
+// Q_SMEM_COL on, in shared memory (rows of Q_ROW_ELEMS, an odd number of chunks as for KV).
+constexpr int Q_SMEM_COL = Q_REG_STEPS * COL_GROUPS * 16 < HEAD_DIM ? Q_REG_STEPS * COL_GROUPS * 16 : HEAD_DIM;
+constexpr int Q_SMEM_CHUNKS = (HEAD_DIM - Q_SMEM_COL) / 8;
+constexpr int Q_ROW_ELEMS = (Q_SMEM_CHUNKS % 2 || Q_SMEM_CHUNKS == 0 ? Q_SMEM_CHUNKS : Q_SMEM_CHUNKS + 1) * 8;
+constexpr int Q_BYTES = M_TILES * 16 * Q_ROW_ELEMS * 2;
 constexpr int TILE_ELEMS = BLOCK_N * ROW_ELEMS;
 constexpr int TILES_OFFSET = Q_BYTES;
 constexpr int SCORE_FLOATS = COL_GROUPS * M_TILES * 16 * S_STRIDE;  // one tile's partial scores
@@ -101,21 +106,40 @@ __device__ __forceinline__ int fetch_page(const Params& p, int b, int start, int
   return n < end ? __ldg(p.block_table + b * p.bt_sb + n / PAGE_SIZE) : 0;
 }
 
-// Issue the copy of KV tile [start, start + BLOCK_N) into shared memory; positions past `end` read
-// zeros (their source address, in page `page`, is never read). Offsets inside a page are 32-bit
-// (kgen.mla.inputs checks the row stride).
-__device__ __forceinline__ void load_tile(const Params& p, int start, int end, int page, T* tile) {
-  const int pos = load_pos(), chunk = threadIdx.x % LOAD_THREADS_PER_ROW;
-  const int row_in_page = (start + pos) % PAGE_SIZE;
-  const T* src = p.kv + page * p.kv_sp + (row_in_page * static_cast<int>(p.kv_sr) + chunk * 8);
-  T* dst = tile + pos * ROW_ELEMS + chunk * 8;
-  const int bytes = start + pos < end ? 16 : 0;
-#pragma unroll
-  for (int j = 0; j < LOAD_ITEMS; ++j) {
-    if (CHUNKS % LOAD_THREADS_PER_ROW == 0 || chunk + j * LOAD_THREADS_PER_ROW < CHUNKS)
+// The copy of KV tile [start, start + BLOCK_N) into shared memory, addressed once and issued in
+// pieces (piece j: this thread's j-th 16-byte chunk) spread over the next q.K^T's k steps, so that
+// the copies do not fill the memory pipe at once after the barrier and stall every warp behind
+// them. Positions past `end` read zeros (their source address, in page `page`, is never read);
+// an idle copy (no tile left) issues nothing. Offsets inside a page are 32-bit (kgen.mla.inputs
+// checks the row stride).
+struct TileCopy {
+  const T* src = nullptr;
+  T* dst = nullptr;
+  int bytes = -1;  // 16, 0 (a position past the end: zeros) or -1 (idle)
+
+  TileCopy() = default;
+  __device__ __forceinline__ TileCopy(const Params& p, int start, int end, int page, T* tile) {
+    const int pos = load_pos(), chunk = threadIdx.x % LOAD_THREADS_PER_ROW;
+    const int row_in_page = (start + pos) % PAGE_SIZE;
+    src = p.kv + page * p.kv_sp + (row_in_page * static_cast<int>(p.kv_sr) + chunk * 8);
+    dst = tile + pos * ROW_ELEMS + chunk * 8;
+    bytes = start + pos < end ? 16 : 0;
+  }
+
+  __device__ __forceinline__ void piece(int j) const {
+    const int chunk = threadIdx.x % LOAD_THREADS_PER_ROW;
+    if (bytes >= 0 && (CHUNKS % LOAD_THREADS_PER_ROW == 0 || chunk + j * LOAD_THREADS_PER_ROW < CHUNKS))
       kgen::cp_async_zfill(dst + j * LOAD_THREADS_PER_ROW * 8, src + j * LOAD_THREADS_PER_ROW * 8, bytes);
   }
-}
+
+  // The pieces dealt to k step kk of a loop of `steps` (all of them over kk = 0 .. steps - 1).
+  __device__ __forceinline__ void pieces_at(int kk, int steps) const {
+#pragma unroll
+    for (int j = kk; j < LOAD_ITEMS; j += steps) piece(j);
+  }
+
+  __device__ __forceinline__ void all() const { pieces_at(0, 1); }
+};
 
 // The rows of this thread's fragments: (tile i, half h) -> row (rg * WARP_M + i) * 16 + g + 8h.
 struct FragRows {
@@ -154,7 +178,7 @@ __device__ __forceinline__ bool row_group_sync_or(bool pred, const Lane& ln) {
   }
 }
 
-using QFrags = unsigned[Q_IN_REGISTERS ? WARP_M : 1][Q_IN_REGISTERS ? WARP_K : 1][4];
+using QFrags = unsigned[WARP_M][Q_REG_STEPS > 0 ? Q_REG_STEPS : 1][4];
 using Accum = float[WARP_M][O_TILES][4];
 using PFrags = unsigned[WARP_M][PV_STEPS][4];
 
@@ -178,8 +202,10 @@ __device__ __forceinline__ bool scan_tile(const T* tile, int start, int end, int
   return lo < count && scan_drafts(tile, lo, count, bad);
 }
 
-// 1. This warp's partial scores of a tile (its share of the head dims) into `partials`.
-__device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, const T* q_s, float* partials, const Lane& ln) {
+// 1. This warp's partial scores of a tile (its share of the head dims) into `partials`, issuing
+// the pieces of `copy` along the way.
+__device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, const T* q_s, float* partials,
+                                            const TileCopy& copy, const Lane& ln) {
   float acc[WARP_M][N_TILES][4];
 #pragma unroll
   for (int i = 0; i < WARP_M; ++i)
@@ -189,16 +215,18 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
 #pragma unroll
   for (int kk = 0; kk < WARP_K; ++kk) {
+    copy.pieces_at(kk, WARP_K);
     const int ks = kk * COL_GROUPS + ln.cg;
     if (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS) {
       unsigned a[WARP_M][4];
 #pragma unroll
       for (int i = 0; i < WARP_M; ++i) {
-        if constexpr (Q_IN_REGISTERS) {
+        if (kk < Q_REG_STEPS) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) a[i][e] = qf[i][kk][e];
+          for (int e = 0; e < 4; ++e) a[i][e] = qf[i][kk < Q_REG_STEPS ? kk : 0][e];
         } else {
-          kgen::ldmatrix_x4(a[i], q_s + ((ln.rg * WARP_M + i) * 16 + ln.lane % 16) * ROW_ELEMS + (2 * ks + ln.lane / 16) * 8);
+          kgen::ldmatrix_x4(a[i], q_s + ((ln.rg * WARP_M + i) * 16 + ln.lane % 16) * Q_ROW_ELEMS +
+                                      (2 * ks + ln.lane / 16) * 8 - Q_SMEM_COL);
         }
       }
 #pragma unroll
@@ -548,27 +576,24 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   const Lane ln;
   if (num_splits > 1) note_started(p, b);
 
-  // q: this warp's A fragments of its k steps in registers, or the block's rows in shared memory
-  // (padding rows are zeros).
+  // q: this warp's A fragments of its first Q_REG_STEPS k steps in registers, the block's rows'
+  // columns from Q_SMEM_COL on in shared memory (padding rows are zeros).
   QFrags qf;
-  if constexpr (Q_IN_REGISTERS) {
 #pragma unroll
-    for (int i = 0; i < WARP_M; ++i)
+  for (int i = 0; i < WARP_M; ++i)
 #pragma unroll
-      for (int kk = 0; kk < WARP_K; ++kk)
+    for (int kk = 0; kk < Q_REG_STEPS; ++kk)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * (e % 2), ks = kk * COL_GROUPS + ln.cg;
-          const bool inside = r < ROWS && (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS);
-          qf[i][kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, b, r) + 16 * ks + 2 * ln.qd + 8 * (e / 2))) : 0u;
-        }
-  } else {
-    for (int idx = threadIdx.x; idx < M_TILES * 16 * CHUNKS; idx += NUM_THREADS) {
-      const int r = idx / CHUNKS, c = idx % CHUNKS;
-      uint4 v = make_uint4(0u, 0u, 0u, 0u);
-      if (r < ROWS) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + c * 8));
-      *reinterpret_cast<uint4*>(q_s + r * ROW_ELEMS + c * 8) = v;
-    }
+      for (int e = 0; e < 4; ++e) {
+        const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * (e % 2), ks = kk * COL_GROUPS + ln.cg;
+        const bool inside = r < ROWS && (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS);
+        qf[i][kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, b, r) + 16 * ks + 2 * ln.qd + 8 * (e / 2))) : 0u;
+      }
+  for (int idx = threadIdx.x; idx < M_TILES * 16 * Q_SMEM_CHUNKS; idx += NUM_THREADS) {
+    const int r = idx / Q_SMEM_CHUNKS, c = idx % Q_SMEM_CHUNKS;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (r < ROWS) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + Q_SMEM_COL + c * 8));
+    *reinterpret_cast<uint4*>(q_s + r * Q_ROW_ELEMS + c * 8) = v;
   }
   if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;
 
@@ -609,7 +634,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     for (int s = 0; s < STAGES - 1; ++s) first[s] = fetch_page(p, b, begin + s * BLOCK_N, end);
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < num_tiles) load_tile(p, begin + s * BLOCK_N, end, first[s], tiles + s * TILE_ELEMS);
+      if (s < num_tiles) TileCopy(p, begin + s * BLOCK_N, end, first[s], tiles + s * TILE_ELEMS).all();
       kgen::cp_async_commit();
     }
   }
@@ -619,7 +644,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     kgen::cp_async_wait<STAGES - 2>();
     __syncthreads();  // tile 0 landed
     if (num_tiles > 0) {
-      qk_partials(tiles, qf, q_s, scores, ln);
+      qk_partials(tiles, qf, q_s, scores, TileCopy(), ln);
       found = scan_tile(tiles, begin, end, prefix, bad_s);
     }
   }
@@ -637,11 +662,13 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       kgen::cp_async_wait<STAGES - 2>();
       __syncthreads();  // tile `it` landed for all; tile it - 1's buffer and the scores are free
     }
-    if (next < num_tiles) load_tile(p, begin + next * BLOCK_N, end, page, tiles + (next % STAGES) * TILE_ELEMS);
-    kgen::cp_async_commit();
+    // Tile `next`'s copy, issued in pieces by this iteration's q.K^T, then committed
+    const TileCopy copy =
+        next < num_tiles ? TileCopy(p, begin + next * BLOCK_N, end, page, tiles + (next % STAGES) * TILE_ELEMS) : TileCopy();
     page = fetch_page(p, b, begin + (next + 1) * BLOCK_N, end);  // used an iteration from now
     if constexpr (!QK_AHEAD) {
-      qk_partials(tile, qf, q_s, partials, ln);
+      qk_partials(tile, qf, q_s, partials, copy, ln);
+      kgen::cp_async_commit();
       any_bad = __syncthreads_or(scan_tile(tile, start, end, prefix, bad));
     }
     if constexpr (SPLIT_REDUCE) {
@@ -668,7 +695,8 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       // Tile it + 1's partial scores, in the same straight-line code as the P.V above so that the
       // two interleave. Past the last tile this reads a consumed buffer into a buffer nobody reads.
       const T* ahead = tiles + ((it + 1) % STAGES) * TILE_ELEMS;
-      qk_partials(ahead, qf, q_s, scores + ((it + 1) % 2) * SCORE_FLOATS, ln);
+      qk_partials(ahead, qf, q_s, scores + ((it + 1) % 2) * SCORE_FLOATS, copy, ln);
+      kgen::cp_async_commit();
       found = scan_tile(ahead, start + BLOCK_N, end, prefix, bad_s + (it + 1) % 2);
     }
   }
