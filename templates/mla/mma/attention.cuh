@@ -680,7 +680,13 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     if constexpr (!QK_AHEAD) {
       qk_partials(tile, qf, q_s, partials, copy, ln);
       kgen::cp_async_commit();
-      any_bad = __syncthreads_or(scan_tile(tile, start, end, prefix, bad));
+      // The partials are whole. A row group reads only its own rows' partials, so without drafts
+      // (no scan, whose flags are block-wide) its own barrier is enough.
+      if constexpr (MASK_KIND == MASK_NONE) {
+        any_bad = row_group_sync_or(false, ln);
+      } else {
+        any_bad = __syncthreads_or(scan_tile(tile, start, end, prefix, bad));
+      }
     }
     if constexpr (SPLIT_REDUCE) {
       reduce_partials(partials, p.scale_log2, ln);
