@@ -52,9 +52,6 @@ constexpr int O_TILES = LATENT_DIM / 8 / COL_GROUPS;            // n8 tiles of o
 constexpr int PV_STEPS = BLOCK_N / 16;
 constexpr int S_STRIDE = BLOCK_N + (24 - BLOCK_N % 16) % 16;    // = 8 mod 16: conflict-free float2
 constexpr float RESCALE_THRESHOLD = 8.0f;
-// q.K^T's accumulators: with fewer than 8 per warp, two sets (even and odd k steps, summed at the
-// end), so that enough independent MMAs are in flight to cover the tensor pipe's latency.
-constexpr int QK_CHAINS = WARP_M * N_TILES < 8 && WARP_K >= 4 ? 2 : 1;
 
 // q: a warp's first Q_REG_STEPS k steps (kk) in registers; the columns of the later ones, from
 // Q_SMEM_COL on, in shared memory (rows of Q_ROW_ELEMS, an odd number of chunks as for KV).
@@ -209,15 +206,13 @@ __device__ __forceinline__ bool scan_tile(const T* tile, int start, int end, int
 // the pieces of `copy` along the way.
 __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, const T* q_s, float* partials,
                                             const TileCopy& copy, const Lane& ln) {
-  float acc[QK_CHAINS][WARP_M][N_TILES][4];  // k step kk adds into chain kk % QK_CHAINS
+  float acc[WARP_M][N_TILES][4];
 #pragma unroll
-  for (int c = 0; c < QK_CHAINS; ++c)
+  for (int i = 0; i < WARP_M; ++i)
 #pragma unroll
-    for (int i = 0; i < WARP_M; ++i)
+    for (int j = 0; j < N_TILES; ++j)
 #pragma unroll
-      for (int j = 0; j < N_TILES; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[c][i][j][e] = 0.f;
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
 #pragma unroll
   for (int kk = 0; kk < WARP_K; ++kk) {
     copy.pieces_at(kk, WARP_K);
@@ -240,8 +235,8 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
         kgen::ldmatrix_x4(k, tile + (8 * j + ln.lane % 8 + (ln.lane / 16) * 8) * ROW_ELEMS + (2 * ks + (ln.lane / 8) % 2) * 8);
 #pragma unroll
         for (int i = 0; i < WARP_M; ++i) {
-          Mma::mma(acc[kk % QK_CHAINS][i][j], a[i], k[0], k[1]);
-          Mma::mma(acc[kk % QK_CHAINS][i][j + 1], a[i], k[2], k[3]);
+          Mma::mma(acc[i][j], a[i], k[0], k[1]);
+          Mma::mma(acc[i][j + 1], a[i], k[2], k[3]);
         }
       }
     }
@@ -252,15 +247,9 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
 #pragma unroll
     for (int j = 0; j < N_TILES; ++j)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float2 sum = make_float2(acc[0][i][j][2 * h], acc[0][i][j][2 * h + 1]);
-#pragma unroll
-        for (int c = 1; c < QK_CHAINS; ++c) {
-          sum.x += acc[c][i][j][2 * h];
-          sum.y += acc[c][i][j][2 * h + 1];
-        }
-        *reinterpret_cast<float2*>(mine + frag_row(ln.rg, i, h, ln.g) * S_STRIDE + 8 * j + 2 * ln.qd) = sum;
-      }
+      for (int h = 0; h < 2; ++h)
+        *reinterpret_cast<float2*>(mine + frag_row(ln.rg, i, h, ln.g) * S_STRIDE + 8 * j + 2 * ln.qd) =
+            make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
 }
 
 // The column groups' partial scores summed, at `at` (a float2 in column group 0's slot).
