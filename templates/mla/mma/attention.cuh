@@ -106,10 +106,17 @@ __device__ __forceinline__ int fetch_page(const Params& p, int b, int start, int
   return n < end ? __ldg(p.block_table + b * p.bt_sb + n / PAGE_SIZE) : 0;
 }
 
+// Measured on the H200: dealing a tile's copies over the k steps of q.K^T saves 4-6% where one
+// block of 8 or 16 warps fills an SM (every warp waited behind the burst of copies after the
+// barrier), and costs up to 75% with 4-warp blocks, several per SM (decode-batch cases, which
+// need the copies in flight early).
+// (With QK_AHEAD the next q.K^T comes at the end of the iteration: too late for the copies.)
+constexpr bool SPREAD_COPIES = NUM_WARPS >= 8 && !QK_AHEAD;
+
 // The copy of KV tile [start, start + BLOCK_N) into shared memory, addressed once and issued in
-// pieces (piece j: this thread's j-th 16-byte chunk) spread over the next q.K^T's k steps, so that
-// the copies do not fill the memory pipe at once after the barrier and stall every warp behind
-// them. Positions past `end` read zeros (their source address, in page `page`, is never read);
+// pieces (piece j: this thread's j-th 16-byte chunk), with SPREAD_COPIES over the next q.K^T's k
+// steps, so that the copies do not fill the memory pipe at once after the barrier and stall every
+// warp behind them. Positions past `end` read zeros (their source address, in page `page`, is never read);
 // an idle copy (no tile left) issues nothing. Offsets inside a page are 32-bit (kgen.mla.inputs
 // checks the row stride).
 struct TileCopy {
@@ -132,13 +139,19 @@ struct TileCopy {
       kgen::cp_async_zfill(dst + j * LOAD_THREADS_PER_ROW * 8, src + j * LOAD_THREADS_PER_ROW * 8, bytes);
   }
 
-  // The pieces dealt to k step kk of a loop of `steps` (all of them over kk = 0 .. steps - 1).
+  // With SPREAD_COPIES, the pieces dealt to k step kk of a loop of `steps` (all of them over
+  // kk = 0 .. steps - 1); without, none (all() issued them).
   __device__ __forceinline__ void pieces_at(int kk, int steps) const {
+    if constexpr (SPREAD_COPIES) {
 #pragma unroll
-    for (int j = kk; j < LOAD_ITEMS; j += steps) piece(j);
+      for (int j = kk; j < LOAD_ITEMS; j += steps) piece(j);
+    }
   }
 
-  __device__ __forceinline__ void all() const { pieces_at(0, 1); }
+  __device__ __forceinline__ void all() const {
+#pragma unroll
+    for (int j = 0; j < LOAD_ITEMS; ++j) piece(j);
+  }
 };
 
 // The rows of this thread's fragments: (tile i, half h) -> row (rg * WARP_M + i) * 16 + g + 8h.
@@ -662,13 +675,17 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       kgen::cp_async_wait<STAGES - 2>();
       __syncthreads();  // tile `it` landed for all; tile it - 1's buffer and the scores are free
     }
-    // Tile `next`'s copy, issued in pieces by this iteration's q.K^T, then committed
+    // Tile `next`'s copy: now, or with SPREAD_COPIES in pieces by this iteration's q.K^T
     const TileCopy copy =
         next < num_tiles ? TileCopy(p, begin + next * BLOCK_N, end, page, tiles + (next % STAGES) * TILE_ELEMS) : TileCopy();
+    if constexpr (!SPREAD_COPIES) {
+      copy.all();
+      kgen::cp_async_commit();
+    }
     page = fetch_page(p, b, begin + (next + 1) * BLOCK_N, end);  // used an iteration from now
     if constexpr (!QK_AHEAD) {
       qk_partials(tile, qf, q_s, partials, copy, ln);
-      kgen::cp_async_commit();
+      if constexpr (SPREAD_COPIES) kgen::cp_async_commit();
       // The partials are whole. A row group reads only its own rows' partials, so without drafts
       // (no scan, whose flags are block-wide) its own barrier is enough.
       if constexpr (MASK_KIND == MASK_NONE) {
@@ -701,8 +718,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       // Tile it + 1's partial scores, in the same straight-line code as the P.V above so that the
       // two interleave. Past the last tile this reads a consumed buffer into a buffer nobody reads.
       const T* ahead = tiles + ((it + 1) % STAGES) * TILE_ELEMS;
-      qk_partials(ahead, qf, q_s, scores + ((it + 1) % 2) * SCORE_FLOATS, copy, ln);
-      kgen::cp_async_commit();
+      qk_partials(ahead, qf, q_s, scores + ((it + 1) % 2) * SCORE_FLOATS, TileCopy(), ln);
       found = scan_tile(ahead, start + BLOCK_N, end, prefix, bad_s + (it + 1) % 2);
     }
   }
