@@ -74,6 +74,15 @@ def test_split_candidates_stay_within_tiles():
         assert max(splits) <= -(-case.max_len // config.block_n)
 
 
+def test_split_candidates_fill_whole_waves_of_the_compiled_occupancy():
+    # dsv3-tp8-decode-long: 32 sequences x 1 head group; 3 blocks per SM of 132 hold 12 splits
+    # (384 blocks) in one wave, 13 would leave a tail
+    case = Case("c", Spec(heads=16), batch=32, prefix=16384)
+    config = Config(heads_per_block=16, block_n=16, compute="mma", col_groups=4)
+    assert split_candidates(case, config, sm_count=132, blocks_per_sm=3) == [3, 6, 12, 24]
+    assert split_candidates(case, config, sm_count=132, blocks_per_sm=1) == [1, 2, 4, 8]
+
+
 @pytest.mark.parametrize("case", GRID, ids=lambda c: c.name)
 @pytest.mark.parametrize("arch", ["sm_120", "sm_90"])
 def test_default_config_is_valid_for_every_grid_case(case, arch):

@@ -172,6 +172,12 @@ def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = N
     return report
 
 
+def _blocks_per_sm(variant: dict, config: Config) -> int:
+    """Blocks of the compiled variant an SM holds at once (2 where the compile did not say)."""
+    warps = variant.get("warps_per_sm")
+    return max(1, warps // config.num_warps) if warps else 2
+
+
 def _time_cases(
     cases: list[Case], report: dict, arch, out_dir: Path, options: SweepOptions
 ) -> None:
@@ -192,7 +198,10 @@ def _time_cases(
             default = default_config(case.spec, case.batch, case.max_len, arch, sms)
             variants = [v for v in entry["variants"] if v["status"] == "compiled"]
             configs = [Config.from_dict(v["config"]) for v in variants]
-            jobs = [("variant", cfg, split_candidates(case, cfg, sms)) for cfg in configs]
+            jobs = [
+                ("variant", cfg, split_candidates(case, cfg, sms, _blocks_per_sm(v, cfg)))
+                for v, cfg in zip(variants, configs, strict=True)
+            ]
             jobs.append(("default", default, [default.kv_splits]))
             for kind, cfg, splits in tqdm(
                 jobs, desc=f"time {case.name}", unit="variant", dynamic_ncols=True

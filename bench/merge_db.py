@@ -1,0 +1,42 @@
+"""Merge tuning databases: per entry key, the entry with the fastest median of any of them (its
+trials joined by the others' for the same key), then keys only some of them hold. For a sweep
+split over several runs (other axes, other cases) before shipping its winners.
+
+    python3 bench/merge_db.py OUT.json DB.json [DB.json ...]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def merge(paths: list[Path]) -> dict:
+    merged: dict[str, dict] = {}
+    for path in paths:
+        for key, entry in json.loads(path.read_text())["entries"].items():
+            old = merged.get(key)
+            if old is None:
+                merged[key] = dict(entry)
+                continue
+            trials = old.get("trials", []) + entry.get("trials", [])
+            faster = entry.get("median_us", float("inf")) < old.get("median_us", float("inf"))
+            merged[key] = {**(entry if faster else old), "trials": trials}
+    return {"entries": dict(sorted(merged.items()))}
+
+
+def main() -> int:
+    out, *paths = (Path(a) for a in sys.argv[1:])
+    if not paths:
+        print(__doc__, file=sys.stderr)
+        return 2
+    merged = merge(paths)
+    out.write_text(json.dumps(merged, indent=1))
+    for key, entry in merged["entries"].items():
+        print(f"{entry.get('case', key)[:28]:28} {entry.get('median_us', 0):8.1f}  {entry['config']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
