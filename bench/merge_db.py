@@ -34,7 +34,9 @@ def main() -> int:
     merged = merge(paths)
     out.write_text(json.dumps(merged, indent=1))
     for key, entry in merged["entries"].items():
-        print(f"{entry.get('case', key)[:28]:28} {entry.get('median_us', 0):8.1f}  {entry['config']}")
+        print(
+            f"{entry.get('case', key)[:28]:28} {entry.get('median_us', 0):8.1f}  {entry['config']}"
+        )
     return 0
 
 

@@ -31,11 +31,14 @@ def summarize(path: str) -> None:
     for row in rows:
         if (row.get("ID"), row.get("Kernel Name")) != kernel:
             kernel = (row.get("ID"), row.get("Kernel Name"))
-            print(f" -- launch {kernel[0]}: {kernel[1]}, grid {row.get('Grid Size')}, block {row.get('Block Size')}")
+            grid, block = row.get("Grid Size"), row.get("Block Size")
+            print(f" -- launch {kernel[0]}: {kernel[1]}, grid {grid}, block {block}")
         section = row.get("Section Name", "")
         if section in SECTIONS and row.get("Metric Name"):
             unit = row.get("Metric Unit", "")
-            print(f"  {section[:18]:18} {row['Metric Name'][:48]:48} {row['Metric Value']:>14} {unit}")
+            print(
+                f"  {section[:18]:18} {row['Metric Name'][:48]:48} {row['Metric Value']:>14} {unit}"
+            )
 
 
 RAW_KEYS = (  # substrings of raw metric names worth a line each
@@ -58,9 +61,9 @@ def summarize_raw(path: str) -> None:
         return
     names, units = rows[0], rows[1]
     for values in rows[2:]:
-        print(f"== {path}: {dict(zip(names, values)).get('Kernel Name', '?')}")
+        print(f"== {path}: {dict(zip(names, values, strict=False)).get('Kernel Name', '?')}")
         numbers = {}
-        for name, unit, value in zip(names, units, values):
+        for name, unit, value in zip(names, units, values, strict=False):
             try:
                 numbers[name] = (float(value.replace(",", "")), unit)
             except ValueError:
@@ -79,4 +82,7 @@ def summarize_raw(path: str) -> None:
 if __name__ == "__main__":
     raw = "--raw" in sys.argv
     for name in (a for a in sys.argv[1:] if a != "--raw"):
-        summarize_raw(name) if raw else summarize(name)
+        if raw:
+            summarize_raw(name)
+        else:
+            summarize(name)

@@ -4,7 +4,9 @@ kernel code on the same configs: run it from each tree. `CASE:field=value,...` t
 config with those fields changed (e.g. `dsv3-tp1-batch:min_blocks=2,kv_splits=8`). JSON lines to
 stdout.
 
-    PYTHONPATH=. python3 bench/time_shipped.py [--reps N] [CASE[:field=value,...] ...]   # default: 16-bit cases
+    PYTHONPATH=. python3 bench/time_shipped.py [--reps N] [CASE[:field=value,...] ...]
+
+(default: every 16-bit case)
 """
 
 from __future__ import annotations
@@ -48,7 +50,9 @@ def main() -> int:
     names = args.cases or [n for n in configs if grid[n].spec.dtype != "float32"]
     runs = [(name, *_config(name, configs)) for name in names]
     trials = Trials()
-    compile_space([(grid[case].spec, config) for _, case, config in runs], resolve_arch("native").name)
+    compile_space(
+        [(grid[case].spec, config) for _, case, config in runs], resolve_arch("native").name
+    )
     for name, case, config in runs:
         (r,) = trials.variant(grid[case], config, [config.kv_splits], seed=3, reps=args.reps)
         summary = {k: r.get(k) for k in ("status", "median_us", "error")}

@@ -47,8 +47,7 @@ def _compile(spec: Spec, config: Config, arch: str) -> dict:
             "occupancy": r.occupancy.fraction,
             "warps_per_sm": r.occupancy.warps_per_sm,
             "limiter": r.occupancy.limiter,
-            "q_source": getattr(kernel.layout, "q_source", None)
-            or kernel.layout.q_placement,
+            "q_source": getattr(kernel.layout, "q_source", None) or kernel.layout.q_placement,
         }
     except CompileError as err:
         return {"status": "compile error", "detail": err.log[-2000:]}
