@@ -28,9 +28,8 @@ class MMALayout:
     m_tiles: int  # rows padded to m16 tiles
     row_groups: int
     col_groups: int
-    q_register_steps: (
-        int  # a warp's first k steps of q in registers; the later ones' columns in smem
-    )
+    # a warp's first k steps of q in registers; the later ones' columns in shared memory
+    q_register_steps: int
     warp_m: int  # m16 tiles per warp
     o_tiles: int  # n8 tiles of output columns per warp
     threads: int

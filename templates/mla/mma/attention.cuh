@@ -116,9 +116,9 @@ constexpr bool SPREAD_COPIES = NUM_WARPS >= 8 && !QK_AHEAD;
 // The copy of KV tile [start, start + BLOCK_N) into shared memory, addressed once and issued in
 // pieces (piece j: this thread's j-th 16-byte chunk), with SPREAD_COPIES over the next q.K^T's k
 // steps, so that the copies do not fill the memory pipe at once after the barrier and stall every
-// warp behind them. Positions past `end` read zeros (their source address, in page `page`, is never read);
-// an idle copy (no tile left) issues nothing. Offsets inside a page are 32-bit (kgen.mla.inputs
-// checks the row stride).
+// warp behind them. Positions past `end` read zeros (their source address, in page `page`, is
+// never read); an idle copy (no tile left) issues nothing. Offsets inside a page are 32-bit
+// (kgen.mla.inputs checks the row stride).
 struct TileCopy {
   const T* src = nullptr;
   T* dst = nullptr;
