@@ -14,5 +14,7 @@ if importlib.util.find_spec("torch") is not None:  # running kernels needs torch
     from kgen.mla.api import attention, plan, spec_for
     from kgen.mla.inputs import InputError, pack_tree_mask
     from kgen.mla.runner import Runner
+    from kgen.mla.sparse.fp8 import Fp8CacheError, dequantize_fp8, quantize_fp8
 
     __all__ += ["InputError", "Runner", "attention", "op", "pack_tree_mask", "plan", "spec_for"]
+    __all__ += ["Fp8CacheError", "dequantize_fp8", "quantize_fp8"]
