@@ -5,9 +5,21 @@ import importlib.util
 
 from kgen.mla.kernel import MLAKernel, build
 from kgen.mla.layout import ConfigError, Layout, layout_for
+from kgen.mla.sparse.kernel import SparseKernel, build_sparse
+from kgen.mla.sparse.layout import SparseConfigError, SparseLayout, plan_sparse
+from kgen.mla.sparse.spec import SparseConfig, SparseSpec
 from kgen.mla.spec import Config, Spec
 
 __all__ = ["Config", "ConfigError", "Layout", "MLAKernel", "Spec", "build", "layout_for"]
+__all__ += [
+    "SparseConfig",
+    "SparseConfigError",
+    "SparseKernel",
+    "SparseLayout",
+    "SparseSpec",
+    "build_sparse",
+    "plan_sparse",
+]
 
 if importlib.util.find_spec("torch") is not None:  # running kernels needs torch; building does not
     from kgen.mla import op
