@@ -7,7 +7,7 @@ import functools
 from kgen.arch import Arch, resolve_arch
 from kgen.build import Binary, build_program
 from kgen.launch import function_usage
-from kgen.mla.sparse.layout import SparseLayout, plan_sparse
+from kgen.mla.sparse.layout import SparseLayout, sparse_layout_for
 from kgen.mla.sparse.program import ATTENTION, sparse_program
 from kgen.mla.sparse.spec import SparseConfig, SparseSpec
 from kgen.resources import Resources
@@ -88,6 +88,6 @@ def build_sparse(
 
 @functools.lru_cache(maxsize=1024)
 def _build(spec: SparseSpec, config: SparseConfig, arch: Arch) -> SparseKernel:
-    layout = plan_sparse(spec, config, arch)
+    layout = sparse_layout_for(spec, config, arch)
     binary = build_program(sparse_program(spec, config, layout), arch)  # the same for every topk
     return SparseKernel(spec, config, arch, layout, binary)

@@ -1,7 +1,7 @@
 """How a (SparseSpec, SparseConfig) pair maps onto a thread block, and whether it can work on an
 arch. Mirrors templates/mla_sparse/: the warp grid over m16 tiles of heads, the shared-memory
 layout (q, the gathered tiles, the dequantized tile, partial scores, slots) and a register
-estimate. `plan_sparse` refuses what cannot work (SparseConfigError naming the field and the
+estimate. `sparse_layout_for` refuses what cannot work (SparseConfigError naming the field and the
 reason) before anything is compiled; the register estimate is only a pruning hint."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class SparseLayout:
         return max(self.main_smem, COMBINE_SMEM)
 
 
-def plan_sparse(spec: SparseSpec, config: SparseConfig, arch: Arch) -> SparseLayout:
+def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> SparseLayout:
     def refuse(field: str, reason: str) -> None:
         raise SparseConfigError(
             f"SparseConfig.{field}={getattr(config, field)!r}: {reason} "
