@@ -131,3 +131,25 @@ def test_the_checker_rejects_a_reference_that_drops_duplicates():
     wrong = sparse_reference(q, kv, deduplicated, 0.5)
     with pytest.raises(AssertionError):
         check_attention(*wrong, *good, "bfloat16")
+
+
+@pytest.mark.parametrize("kv_format", ["fp8", "bf16"])
+def test_the_workload_lists_only_its_rows(kv_format):
+    from kgen.mla import SparseSpec
+    from kgen.mla.sparse.workload import NEVER_LISTED, make_sparse_workload
+
+    spec = SparseSpec(heads=2, q_len=3, topk=37, kv_format=kv_format, page_size=4)
+    w = make_sparse_workload(spec, 2, device="cpu", seed=5)
+    assert w.indices.dtype == torch.int32 and w.indices.shape == (2, 3, 37)
+    assert (w.indices == -1).any() and (w.indices >= 0).any()
+    rows = w.kv_cache.reshape(-1, w.kv_cache.shape[-1])
+    listed = rows[w.indices[w.indices >= 0].long()]
+    decoded = dequantize_fp8(listed[None]) if kv_format == "fp8" else listed.float()[None]
+    assert (decoded.abs() < NEVER_LISTED / 2).all()
+    out, lse = sparse_reference(
+        w.q.double().numpy(),
+        w.kv_cache.numpy() if kv_format == "fp8" else w.kv_cache.double().numpy(),
+        w.indices.numpy(),
+        w.scale,
+    )
+    assert np.isfinite(out).all() and np.isfinite(lse).all()
