@@ -1,7 +1,8 @@
 """One launch per (case, config) for Nsight Compute: the FMA path's best config before and the
-shipped tensor-core config after, on the grid cases furthest from their targets.
+shipped tensor-core config after, on the grid cases furthest from their targets; or, given case
+names, only the config each of them gets (bench/stalls.sh).
 
-    python3 bench/profile.py --compile      # build the kernels first (in parallel, no ncu)
+    python3 bench/profile.py --compile [CASE ...]   # build the kernels first (in parallel, no ncu)
     ncu --clock-control none -k regex:mla_attention --section SpeedOfLight \\
         --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy \\
         --csv --page details python3 bench/profile.py > ncu.csv
@@ -30,25 +31,28 @@ BEFORE = {  # the FMA winners of the 2026-11-29 sweep (bench/RESULTS.md)
 }
 
 
-def variants():
-    """(case, label, config) for each profiled launch."""
+def variants(names: list[str]):
+    """(case, label, config) for each profiled launch: BEFORE's cases before and after, or only
+    the chosen config of each named case."""
     grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
-    device = torch.device("cuda", torch.cuda.current_device())
-    for name, before in BEFORE.items():
+    index = torch.cuda.current_device()
+    for name in names or BEFORE:
         case = grid[name]
-        yield case, "before", before
-        yield case, "after", choose_config(case.spec, case.batch, case.max_len, device.index)
+        if not names:
+            yield case, "before", BEFORE[name]
+        yield case, "after", choose_config(case.spec, case.batch, case.max_len, index)
 
 
 def main() -> int:
+    names = [a for a in sys.argv[1:] if not a.startswith("--")]
     if "--compile" in sys.argv:
         from kgen.arch import resolve_arch
         from kgen.tune.sweep import compile_space
 
-        pairs = [(case.spec, config) for case, _, config in variants()]
+        pairs = [(case.spec, config) for case, _, config in variants(names)]
         compile_space(pairs, resolve_arch("native").name)
         return 0
-    for case, label, config in variants():
+    for case, label, config in variants(names):
         w = make_workload(case.spec, case.seq_lens, seed=1)
         kernel = build(case.spec, config, "native")
         out, lse = w.poisoned_outputs()

@@ -143,7 +143,11 @@ def test_code_stamp_follows_the_generated_source(tmp_path, monkeypatch):
     assert len(set(before.values())) == 2 and "refused" not in before.values()
     assert code_stamp(spec, replace(mma, kv_splits=7), "sm_90") == before[mma]
     path = copy / "mla" / "mma" / "attention.cuh"
-    path.write_text(path.read_text() + "// edited\n")
+    path.write_text(path.read_text() + "// a comment\n/* and   another */\n")
+    render.environment.cache_clear()
+    db._source_stamp.cache_clear()
+    assert code_stamp(spec, mma, "sm_90") == before[mma]  # comments and whitespace are no code
+    path.write_text(path.read_text() + "__device__ int edited;\n")
     render.environment.cache_clear()
     db._source_stamp.cache_clear()
     assert code_stamp(spec, mma, "sm_90") != before[mma]
@@ -246,6 +250,36 @@ def test_sweep_ranks_only_correct_variants_records_and_resumes(tmp_path):
     assert again["cases"][0]["best"] == entry["best"]
 
 
+def test_the_shipped_best_is_the_fastest_that_compiles_spill_free_for_the_target(
+    tmp_path, monkeypatch
+):
+    """A faster config that spills on sm_120 is timed and kept among the trials, not recorded."""
+    from kgen.tune import sweep
+
+    case = Case("tiny", Spec(heads=4, q_len=2, mask="causal", dtype="float32"), batch=1, prefix=200)
+    checked = []
+
+    def spill_free(case, row, archs):
+        checked.append((row["config"]["heads_per_block"], archs))
+        return row["config"]["heads_per_block"] != 4  # hb4 is the fastest and "spills"
+
+    monkeypatch.setattr(sweep, "_spill_free", spill_free)
+    options = SweepOptions(
+        arch="sm_90",
+        compile_only=False,
+        axes=Axes(num_warps=(4,), stage_tiles=((2, 16),)),
+        executor=StubExecutor(),
+        db_path=tmp_path / "db.json",
+        jobs=2,
+    )
+    (entry,) = run_sweep([case], tmp_path / "out", options)["cases"]
+    assert entry["best"]["config"]["heads_per_block"] == 2
+    # checked fastest first (every hb4 split, then hb2), always for sm_120
+    assert [h for h, _ in checked] == [4] * (len(checked) - 1) + [2]
+    assert {archs for _, archs in checked} == {("sm_120",)}
+    assert any(t["config"]["heads_per_block"] == 4 for t in entry["trials"])
+
+
 def test_compile_only_cli_writes_the_table_and_files(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = tmp_path / "sweep"
@@ -266,6 +300,10 @@ def test_compile_only_cli_writes_the_table_and_files(tmp_path):
             "4",
             "--num-warps",
             "4",
+            "--col-groups",
+            "4",
+            "--min-blocks",
+            "0",
             "--compile-only",
             "--jobs",
             "2",
@@ -284,4 +322,8 @@ def test_compile_only_cli_writes_the_table_and_files(tmp_path):
     report = json.loads((out / "results.json").read_text())
     variants = report["cases"][0]["variants"]
     assert variants and all(v["status"] == "compiled" and v["registers"] > 0 for v in variants)
+    assert {v["config"].get("qk_ahead") for v in variants if v["config"]["compute"] == "mma"} == {
+        0,
+        1,
+    }
     assert (out / "results.csv").read_text().startswith("case,kind,heads_per_block")

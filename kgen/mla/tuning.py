@@ -12,6 +12,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +25,13 @@ from kgen.mla.spec import Config, Spec
 SHIPPED = Path(__file__).resolve().parent.parent / "tuned" / "tuning.json"
 
 
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
 def code_stamp(spec: Spec, config: Config, arch: str) -> str:
-    """A hash of the CUDA source of this variant (kv_splits, a launch parameter, aside), or
-    "refused" when the layout model no longer accepts it for `arch`."""
+    """A hash of the CUDA source of this variant (kv_splits, a launch parameter, aside; comments
+    and layout whitespace too: editing them changes no kernel), or "refused" when the layout model
+    no longer accepts it for `arch`."""
     return _source_stamp(spec, dataclasses.replace(config, kv_splits=1), arch)
 
 
@@ -40,7 +45,8 @@ def _source_stamp(spec: Spec, config: Config, arch: str) -> str:
         program = mla_program(spec, config, layout_for(spec, config, ARCHS[arch]))
     except (ConfigError, KeyError):
         return "refused"
-    return hashlib.sha256(program.source.encode()).hexdigest()[:16]
+    code = " ".join(_COMMENT.sub(" ", program.source).split())
+    return hashlib.sha256(code.encode()).hexdigest()[:16]
 
 
 def entry_stamp(entry: dict) -> str:

@@ -14,10 +14,11 @@
 // [rows x 512] fp32 accumulator is split over the warps of a row group, and the running max is
 // raised only by more than RESCALE_THRESHOLD (log2 units), keeping p <= 256 and rescales rare.
 //
-// With QK_AHEAD, q.K^T of tile i + 1 is issued beside the softmax and P.V of tile i: the two are
-// independent, so the warp's tensor-core chain of one overlaps the other's shuffles and
-// exponentials, and a tile costs one barrier, not two (partial scores double-buffered; tiles i
-// and i + 1 stay resident while later ones load, hence STAGES >= 3).
+// With QK_AHEAD, q.K^T of tile i + 1 is computed in the same straight-line code as P.V of tile i
+// (after tile i's softmax): the two are independent, so ptxas interleaves their tensor-core
+// instructions and one hides the other's dependency chain, and a tile costs one barrier, not two
+// (partial scores double-buffered; tiles i and i + 1 stay resident while later ones load, hence
+// STAGES >= 3).
 //
 // Tensor cores compute 0 * Inf = NaN, so a masked position whose V holds Inf or NaN would leak
 // into rows that must not see it. Prefix positions are seen by every row; the draft positions of
