@@ -1,6 +1,7 @@
 """The design-space sweep: enumerate, prune, compile in parallel, then (on a GPU) check every
 variant against the float64 oracle on fresh inputs, time the correct ones, rank, and store the
-winner per case in the tuning database. Progress is appended as it goes, so a sweep resumes."""
+winner per case in the tuning database. Progress is appended as it goes, so a sweep resumes.
+Dense and sparse cases go the same way; what differs per family is in kgen.tune.family."""
 
 from __future__ import annotations
 
@@ -17,25 +18,26 @@ from tqdm import tqdm
 from kgen import __version__
 from kgen.arch import resolve_arch
 from kgen.compiler import CompileError, nvrtc_version
-from kgen.mla import Config, Spec, build
-from kgen.mla.heuristic import default_config
-from kgen.mla.tuning import TuningDB, bucket
-from kgen.tune.space import FIT_ARCHS, Axes, Case, enumerate_configs, prune, split_candidates
+from kgen.mla.tuning import TuningDB
+from kgen.tune.family import family_of
+from kgen.tune.space import FIT_ARCHS, Axes, Case
+from kgen.tune.sparse_space import SparseAxes
 from kgen.tune.worker import TrialCrashed
 
 
-def _compile(spec: Spec, config: Config, arch: str) -> dict:
+def _compile(spec, config, arch: str) -> dict:
     """Build one variant (in a pool process): its resource figures and SASS instruction mix, or
     the compile error."""
     from kgen.sass import instruction_mix
 
+    family = family_of(spec)
     try:
-        kernel = build(spec, config, arch)
-        row = {"status": "compiled", "compute": config.compute}
-        mix = instruction_mix(kernel.cubin, "mla_attention")
+        kernel = family.build(spec, config, arch)
+        row = {"status": "compiled", "compute": getattr(config, "compute", "mma")}
+        mix = instruction_mix(kernel.cubin, family.entry_point)
         if mix is not None:
             row.update({f"sass_{name}": count for name, count in mix.items()})
-        usage = kernel.binary.usage.get("mla_attention")
+        usage = kernel.binary.usage.get(family.entry_point)
         if usage is None:
             return row
         r = kernel.resources
@@ -54,7 +56,7 @@ def _compile(spec: Spec, config: Config, arch: str) -> dict:
         return {"status": "compile error", "detail": err.log[-2000:]}
 
 
-def compile_space(pairs: list[tuple[Spec, Config]], arch: str, jobs: int | None = None) -> dict:
+def compile_space(pairs: list[tuple], arch: str, jobs: int | None = None) -> dict:
     """Compile every (spec, config) in parallel worker processes, with a progress bar."""
     results = {}
     if not pairs:
@@ -99,7 +101,7 @@ class Progress:
             f.write(json.dumps(row) + "\n")
 
 
-def trial_id(case: Case, kind: str, config: Config | None = None) -> str:
+def trial_id(case: Case, kind: str, config=None) -> str:
     if config is None:
         return f"{case.name}|{kind}"
     compiled = dataclasses.replace(config, kv_splits=1).to_dict()
@@ -111,6 +113,7 @@ class SweepOptions:
     arch: str | None = None  # default: 'native' on a GPU, else sm_120
     compile_only: bool | None = None  # default: no GPU present
     axes: Axes = dataclasses.field(default_factory=Axes)
+    sparse_axes: SparseAxes = dataclasses.field(default_factory=SparseAxes)
     reps: int = 20
     jobs: int | None = None
     db_path: Path | None = None  # default: the user's tuning database
@@ -142,10 +145,11 @@ def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = N
     }
 
     also = tuple(resolve_arch(a) for a in options.also_fit if a != arch.name)
-    pruned = {
-        case.name: prune(case.spec, enumerate_configs(case.spec, options.axes), arch, also)
-        for case in cases
-    }
+    pruned = {}
+    for case in cases:
+        family = family_of(case.spec)
+        configs = family.enumerate(case.spec, options)
+        pruned[case.name] = family.prune(case.spec, configs, arch, also)
     pairs = sorted({(c.spec, cfg) for c in cases for cfg in pruned[c.name].kept}, key=repr)
     compiled = compile_space(pairs, arch.name, options.jobs)
     report = {"meta": meta, "cases": []}
@@ -153,6 +157,7 @@ def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = N
         report["cases"].append(
             {
                 "name": case.name,
+                "family": family_of(case.spec).name,
                 "spec": case.spec.to_dict(),
                 "batch": case.batch,
                 "prefix": case.prefix,
@@ -189,10 +194,11 @@ def _time_cases(
         seed = options.seed
         for case, entry in zip(cases, report["cases"], strict=True):
             started = time.time()
-            default = default_config(case.spec, case.batch, case.max_len, arch, sms)
+            family = family_of(case.spec)
+            default = family.default(case, arch, sms)
             variants = [v for v in entry["variants"] if v["status"] == "compiled"]
-            configs = [Config.from_dict(v["config"]) for v in variants]
-            jobs = [("variant", cfg, split_candidates(case, cfg, sms)) for cfg in configs]
+            configs = [family.config_type.from_dict(v["config"]) for v in variants]
+            jobs = [("variant", cfg, family.splits(case, cfg, sms)) for cfg in configs]
             jobs.append(("default", default, [default.kv_splits]))
             for kind, cfg, splits in tqdm(
                 jobs, desc=f"time {case.name}", unit="variant", dynamic_ncols=True
@@ -222,16 +228,11 @@ def _time_cases(
             _summarise(case, entry, progress, default, options.also_fit)
             for kind in ("best", "default"):
                 chosen = entry.get(kind)
-                gid = (
-                    trial_id(case, f"graph-{kind}", Config.from_dict(chosen["config"]))
-                    if chosen
-                    else None
-                )
+                config = family.config_type.from_dict(chosen["config"]) if chosen else None
+                gid = trial_id(case, f"graph-{kind}", config) if chosen else None
                 if chosen and gid not in progress.done:
                     try:
-                        graph = executor.call(
-                            "graph", case, Config.from_dict(chosen["config"]), seed + 2
-                        )
+                        graph = executor.call("graph", case, config, seed + 2)
                     except TrialCrashed as crash:
                         graph = {"status": "failed", "detail": str(crash)[-2000:]}
                     progress.add({"id": gid, "row": graph})
@@ -243,9 +244,9 @@ def _time_cases(
                     gpu,
                     arch.name,
                     case.spec,
-                    bucket(case.batch, case.max_len),
+                    family.bucket(case),
                     report["meta"]["nvrtc"],
-                    Config.from_dict(best["config"]),
+                    family.config_type.from_dict(best["config"]),
                     {
                         "median_us": best["median_us"],
                         "case": case.name,
@@ -253,7 +254,7 @@ def _time_cases(
                     },
                     trials=[
                         [
-                            Config.from_dict(r["config"]).short_name(),
+                            family.config_type.from_dict(r["config"]).short_name(),
                             r["config"]["kv_splits"],
                             r["median_us"],
                         ]
@@ -267,16 +268,17 @@ def _time_cases(
 
 
 def _spill_free(case: Case, row: dict, archs: tuple[str, ...]) -> bool:
-    """Whether a tensor-core trial's config compiles without spills for every target arch (the
-    FMA path is not held to that)."""
-    config = Config.from_dict(row["config"])
-    if config.compute != "mma":
+    """Whether a trial's config compiles without spills for every target arch (the dense FMA
+    path is not held to that)."""
+    family = family_of(case.spec)
+    config = family.config_type.from_dict(row["config"])
+    if not family.held_to_no_spills(config):
         return True
-    return all(build(case.spec, config, arch).resources.spills == 0 for arch in archs)
+    return all(family.build(case.spec, config, arch).resources.spills == 0 for arch in archs)
 
 
 def _summarise(
-    case: Case, entry: dict, progress: Progress, default: Config, also_fit: tuple[str, ...]
+    case: Case, entry: dict, progress: Progress, default, also_fit: tuple[str, ...]
 ) -> None:
     """Gather this case's trial rows; the best is the fastest correct one that also compiles
     without spills for the target archs (what is shipped must run well there too)."""

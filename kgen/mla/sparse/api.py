@@ -3,17 +3,14 @@ a cached plan plus its run); sparse_spec_for reads a SparseSpec off example tens
 
 from __future__ import annotations
 
-import functools
-
 import torch
 
-from kgen import device as devices
 from kgen.arch import resolve_arch
 from kgen.dtypes import from_torch
 from kgen.mla.api import _cuda_index
 from kgen.mla.inputs import InputError
 from kgen.mla.runner import current_stream, runners
-from kgen.mla.sparse.heuristic import default_sparse_config
+from kgen.mla.sparse.choose import choose_sparse_config
 from kgen.mla.sparse.inputs import check_inputs, validate_indices
 from kgen.mla.sparse.kernel import build_sparse
 from kgen.mla.sparse.runner import SparseRunner
@@ -40,14 +37,6 @@ def sparse_spec_for(q, kv_cache, indices) -> SparseSpec:
         page_size=kv_cache.shape[1],
         dtype=dtype.name,
     )
-
-
-@functools.lru_cache(maxsize=4096)
-def choose_sparse_config(spec: SparseSpec, batch: int, index: int) -> SparseConfig:
-    """config='auto': the heuristic default for this GPU (no sparse tuning entries exist yet).
-    It never benchmarks, so it is safe inside CUDA-graph capture."""
-    arch = resolve_arch("native", index)
-    return default_sparse_config(spec, batch, arch, devices.sm_count(index))
 
 
 def plan_sparse(
@@ -102,7 +91,8 @@ def sparse_attention(
     of its row: -1 skips an entry, a slot listed twice counts twice, a row with no entry left
     gets out = 0 and lse = -inf. A slot outside [-1, pages * page_size) makes its row NaN, or
     with validate=True raises InputError (a device sync). scale defaults to 1/sqrt(576).
-    config: a SparseConfig, or 'auto' (a heuristic for this GPU; it never benchmarks).
+    config: a SparseConfig, or 'auto' (the tuned config for this GPU and (batch, top-k) bucket,
+    else a heuristic; it never benchmarks).
     """
     if not isinstance(config, (SparseConfig, str)):
         raise TypeError(f"config: expected a kgen.mla.SparseConfig or 'auto', got {config!r}")
