@@ -11,6 +11,7 @@ from pathlib import Path
 from kgen.arch import Arch
 from kgen.mla import Config, ConfigError, SparseSpec, Spec, layout_for
 from kgen.mla.heuristic import widest_vec
+from kgen.mla.tuning import family_of_spec
 
 # (smem_stages, block_n): registers-only with a few positions in flight, one shared tile, and
 # cp.async pipelines of two and three tiles.
@@ -62,10 +63,12 @@ class Pruned:
     refused: list[tuple[Config, str]] = field(default_factory=list)
 
 
-def load_grid(path: str | Path) -> list[Case]:
-    """The cases of a grid file (bench/grid.json's format)."""
+def load_grid(path: str | Path, family: str | None = None) -> list[Case]:
+    """The cases of a grid file (bench/grid.json's format); only those of `family` ('dense' or
+    'sparse') where given."""
     data = json.loads(Path(path).read_text())
-    return [case_from_dict(c) for c in data["cases"]]
+    cases = [case_from_dict(c) for c in data["cases"]]
+    return [c for c in cases if family in (None, family_of_spec(c.spec))]
 
 
 def case_from_dict(c: dict) -> Case:
