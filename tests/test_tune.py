@@ -21,11 +21,11 @@ from kgen.tune.sweep import SweepOptions, run_sweep
 from kgen.tune.worker import TrialCrashed
 
 ROOT = Path(__file__).resolve().parent.parent
-GRID = load_grid(ROOT / "bench" / "grid.json")
+GRID = load_grid(ROOT / "bench" / "grid.json", "dense")
 
 
 def test_grid_loads_every_case():
-    assert len(GRID) == 14
+    assert len(GRID) == 14 and len(load_grid(ROOT / "bench" / "grid.json")) == 24
     tree = next(c for c in GRID if c.name == "kimi-tp1-verify-tree")
     assert (tree.spec.heads, tree.spec.q_len, tree.spec.mask, tree.batch, tree.prefix) == (
         64,
@@ -206,7 +206,7 @@ class StubExecutor:
             raise TrialCrashed("illegal address")
         rows = []
         for s in splits:
-            cfg = Config(**{**config.to_dict(), "kv_splits": s})
+            cfg = type(config)(**{**config.to_dict(), "kv_splits": s})
             status = "wrong" if config.heads_per_block == self.wrong_hpb else "ok"
             # the wrong config would be the fastest: it must still not be ranked
             t = 1.0 if status == "wrong" else 100.0 / config.heads_per_block + s

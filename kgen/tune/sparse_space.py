@@ -37,7 +37,7 @@ def enumerate_sparse_configs(spec: SparseSpec, axes: SparseAxes = SparseAxes()) 
     """Every combination of the axes (kv_splits left at 1: a launch parameter). dequant applies to
     an fp8 cache; a bf16 cache is gathered into shared memory."""
     divisors = [d for d in range(1, spec.heads + 1) if spec.heads % d == 0]
-    hpbs = axes.heads_per_block or tuple(d for d in divisors if d >= min(16, spec.heads))
+    hpbs = axes.heads_per_block or tuple(d for d in divisors if d >= 16 or spec.heads < 16)
     dequants = axes.dequant if spec.kv_format == "fp8" else ("shared",)
     pipelines = [("shared", st, n) for st, n in axes.shared_tiles] * ("shared" in dequants)
     pipelines += [("registers", 2, n) for n in axes.register_tiles] * ("registers" in dequants)
