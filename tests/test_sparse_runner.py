@@ -141,3 +141,66 @@ def test_spec_is_read_off_the_tensors():
         sparse_spec_for(**{**args, "q": args["q"].float()})
     with pytest.raises(InputError, match="indices: expected a 3-D"):
         sparse_spec_for(**{**args, "indices": args["indices"][0]})
+
+
+def test_planned_tensors_take_the_fast_path_without_the_full_checks(monkeypatch):
+    runner = make_runner(monkeypatch)
+    args = tensors()
+    out, lse = torch.empty(2, 2, 4, 512, dtype=torch.bfloat16), torch.empty(2, 2, 4)
+    full = runner_module.check_inputs
+
+    def refuse(*a, **k):
+        raise AssertionError("the full checks ran for planned tensors")
+
+    monkeypatch.setattr(runner_module, "check_inputs", refuse)
+    runner.run(**args, out=out, lse=lse)
+    other = tensors()  # new addresses, more pages: still the plan's shapes
+    other["kv_cache"] = quantize_fp8(torch.randn(PAGES + 2, 4, 576))
+    runner.run(**other, out=out, lse=lse)
+    sent = runner._launch.sent[-1]
+    assert sent["q"] == other["q"].data_ptr() and sent["kv"] == other["kv_cache"].data_ptr()
+    assert sent["indices"] == other["indices"].data_ptr() and sent["num_slots"] == (PAGES + 2) * 4
+    assert (sent["out"], sent["lse"]) == (out.data_ptr(), lse.data_ptr())
+    monkeypatch.setattr(runner_module, "check_inputs", full)
+
+
+def test_odd_strides_are_used_then_the_planned_ones_come_back(monkeypatch):
+    runner = make_runner(monkeypatch)
+    args = tensors()
+    wide = torch.zeros(BATCH, 3, SPEC.heads, 576, dtype=torch.bfloat16)
+    runner.run(wide[:, :2], args["kv_cache"], args["indices"])  # a view: rows 3 tokens apart
+    assert runner._launch.sent[-1]["q_sb"] == 3 * 4 * 576
+    runner.run(**args)
+    assert runner._launch.sent[-1]["q_sb"] == 2 * 4 * 576
+
+
+def test_a_misaligned_planned_shape_takes_the_checks_and_is_named(monkeypatch):
+    runner = make_runner(monkeypatch)
+    args = tensors()
+    flat = torch.zeros(args["q"].numel() + 1, dtype=torch.bfloat16)
+    q = flat[1:].view(args["q"].shape)  # contiguous, planned shape, 2 bytes off
+    with pytest.raises(InputError, match="q: expected a base address aligned to 16 bytes"):
+        runner.run(q, args["kv_cache"], args["indices"])
+    assert runner._launch.sent == []
+
+
+def test_overlap_among_planned_tensors_is_named(monkeypatch):
+    runner = make_runner(monkeypatch)
+    args = tensors()
+    out = torch.zeros(2, 2, 4, 512, dtype=torch.bfloat16)
+    inside = out.view(-1).view(torch.float32)[:16].view(2, 2, 4)  # lse within out's bytes
+    with pytest.raises(InputError, match="out overlaps lse"):
+        runner.run(**args, out=out, lse=inside)
+    with pytest.raises(InputError, match="lse overlaps indices"):
+        runner.run(**args, out=out, lse=args["indices"].view(torch.float32)[:, :, :4])
+
+
+def test_a_batch_over_the_grid_limit_is_refused_at_plan(monkeypatch):
+    monkeypatch.setattr(
+        SparseRunner, "_packed_launch", lambda self, grid: RecordedLaunch(self._params)
+    )
+    kernel = types.SimpleNamespace(
+        spec=SPEC, config=CONFIG, layout=sparse_layout_for(SPEC, CONFIG, ARCHS["sm_120"])
+    )
+    with pytest.raises(ValueError, match="batch=40000: at most 65535 query tokens"):
+        SparseRunner(kernel, 40000, torch.device("cpu"))

@@ -53,9 +53,11 @@ def bench_workload(case: Case, device: torch.device, seed: int) -> SparseWorkloa
 
 
 def gathered_rows(w: SparseWorkload, dtype: torch.dtype) -> torch.Tensor:
-    """[B, T, topk, 576] in `dtype`: the cache rows each query token lists (row 0 for a -1)."""
+    """[B, T, topk, 576] in `dtype`: the cache rows each query token lists (a -1 or a slot out
+    of range reads the nearest slot: the callers mask those entries or rows)."""
     width = w.kv_cache.shape[-1]
-    raw = w.kv_cache.reshape(-1, width)[w.indices.clamp(min=0).long()]
+    flat = w.kv_cache.reshape(-1, width)
+    raw = flat[w.indices.clamp(0, max(0, flat.shape[0] - 1)).long()]
     if w.spec.kv_format != "fp8":
         return raw.to(dtype)
     wide = torch.float64 if dtype == torch.float64 else torch.float32  # e4m3 x scale, then dtype
