@@ -16,13 +16,13 @@ from kgen.mla import SparseConfig, SparseSpec, build_sparse
 from kgen.mla.sparse.heuristic import default_sparse_config
 from kgen.mla.tuning import TuningDB, code_stamp, entry_key, sparse_bucket, staleness
 from kgen.tune.report import config_name, summary_table
+from kgen.tune.space import Case, load_grid
 from kgen.tune.sparse_space import (
     SparseAxes,
     enumerate_sparse_configs,
     prune_sparse,
     sparse_split_candidates,
 )
-from kgen.tune.space import Case, load_grid
 from kgen.tune.sweep import SweepOptions, run_sweep
 
 from .test_tune import StubExecutor
