@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kgen.mla import Config, Spec, build  # noqa: E402
+from kgen.mla import Config, Spec  # noqa: E402
 from kgen.mla.tuning import code_stamp  # noqa: E402
-from kgen.tune.space import FIT_ARCHS  # noqa: E402
+from kgen.tune.sweep import spill_free  # noqa: E402
 
 CONFIG_FIELDS = [f.name for f in dataclasses.fields(Config)]
 
@@ -29,18 +29,16 @@ def config_of(row: dict) -> Config:
     return Config.from_dict({k: v if k == "compute" else int(v) for k, v in fields.items()})
 
 
-def spill_free(spec: Spec, config: Config) -> bool:
-    return all(build(spec, config, arch).resources.spills == 0 for arch in FIT_ARCHS)
-
-
 def main() -> int:
     with open(sys.argv[1]) as f:
         rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
     path = Path(sys.argv[2])
     db = json.loads(path.read_text())
     for entry in db["entries"].values():
+        if entry.get("family", "dense") != "dense":
+            continue  # results.csv rows carry dense Config fields only
         spec, current = Spec.from_dict(entry["spec"]), Config.from_dict(entry["config"])
-        if current.compute == "fma" or spill_free(spec, current):
+        if spill_free(spec, current):
             continue
         trials = sorted(
             (r for r in rows if r["case"] == entry["case"]), key=lambda r: float(r["median_us"])

@@ -5,15 +5,6 @@
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
-python3 -c "
-import sys; sys.path.insert(0, '.')
-from kgen.arch import resolve_arch
-from kgen.tune.sweep import compile_space
-from tests.sanitize_sample import SAMPLE
-compile_space(SAMPLE, resolve_arch('native').name)" > "$out/precompile.log" 2>&1
-for tool in memcheck racecheck synccheck; do
-  timeout 90 compute-sanitizer --tool "$tool" --report-api-errors no python3 tests/sanitize_sample.py > "$out/sanitize-$tool.log" 2>&1
-  echo "$tool exit $?: $(grep -c '^ok' "$out/sanitize-$tool.log") ok; $(tail -1 "$out/sanitize-$tool.log")"
-done
+bash bench/sanitize.sh 90
 timeout 380 python3 bench/sweep.py --out "$out/sweep" --db "$out/tuning.json" --compute mma --num-warps 4 8 --col-groups 4 8 --mma-tiles 3x16 4x16 2x32 --min-blocks 0 1 --qk-ahead 0 1 --reps 10 > "$out/sweep.log" 2>&1
 echo "sweep exit $?"; grep -v "it/s\]\|s/it\]\|kernel/s\]\|variant/s\]" "$out/sweep.log" | grep -E "best|wrong|failed|Error|error" | head -40

@@ -6,18 +6,8 @@ set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
 bash bench/device_run.sh "${1:-260}" 0
-python3 -c "
-import sys; sys.path.insert(0, '.')
-from kgen.arch import resolve_arch
-from kgen.tune.sweep import compile_space
-from tests.sanitize_sample import SAMPLE
-compile_space(SAMPLE, resolve_arch('native').name)" > "$out/precompile.log" 2>&1
+bash bench/sanitize.sh "${2:-70}"
 python3 bench/profile.py --compile >> "$out/precompile.log" 2>&1
-for tool in memcheck racecheck synccheck; do
-  timeout "${2:-70}" compute-sanitizer --tool "$tool" --report-api-errors no \
-    python3 tests/sanitize_sample.py > "$out/sanitize-$tool.log" 2>&1
-  echo "$tool exit $?: $(grep -c '^ok' "$out/sanitize-$tool.log") variants ok; $(tail -1 "$out/sanitize-$tool.log")"
-done
 timeout "${3:-80}" ncu --clock-control none -k regex:mla_attention --section SpeedOfLight \
   --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy \
   --csv --page details python3 bench/profile.py > "$out/ncu.csv" 2> "$out/ncu.err"
