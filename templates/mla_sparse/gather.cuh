@@ -89,6 +89,26 @@ __device__ __forceinline__ uint2 dequant_quad(unsigned word, float scale) {
   return make_uint2(dequant_pair(word & 0xffffu, scale), dequant_pair(word >> 16, scale));
 }
 
+// The fp8 cache keeps rope in bfloat16 whatever q's dtype: two rope values (one 32-bit word, low
+// first) as a packed pair of T (as stored for bf16 q, converted for float16 q).
+constexpr bool T_IS_BF16 = Mma::EXPONENT == 0x7f80;
+__device__ __forceinline__ unsigned rope_pair(unsigned word) {
+  if constexpr (T_IS_BF16) {
+    return word;
+  } else {
+    return Mma::pack(__uint_as_float(word << 16), __uint_as_float(word & 0xffff0000u));
+  }
+}
+template <typename W>
+__device__ __forceinline__ W rope_words(W w) {
+  if constexpr (!T_IS_BF16) {
+    unsigned* u = reinterpret_cast<unsigned*>(&w);
+#pragma unroll
+    for (int k = 0; k < static_cast<int>(sizeof(W) / 4); ++k) u[k] = rope_pair(u[k]);
+  }
+  return w;
+}
+
 // dequant='shared': a stage of raw fp8 rows -> the 16-bit tile, block-wide.
 __device__ __forceinline__ void dequantize_stage(const unsigned char* stage, T* tile) {
   constexpr int LATENT_CHUNKS = LATENT_DIM / 8;  // 8 e4m3 values -> one 16-byte chunk
@@ -102,7 +122,7 @@ __device__ __forceinline__ void dequantize_stage(const unsigned char* stage, T* 
       const uint2 lo = dequant_quad(w.x, scale), hi = dequant_quad(w.y, scale);
       v = make_uint4(lo.x, lo.y, hi.x, hi.y);
     } else {
-      v = *reinterpret_cast<const uint4*>(row + FP8_ROPE + (c - LATENT_CHUNKS) * 16);
+      v = rope_words(*reinterpret_cast<const uint4*>(row + FP8_ROPE + (c - LATENT_CHUNKS) * 16));
     }
     *reinterpret_cast<uint4*>(tile + n * ROW_ELEMS + c * 8) = v;
   }
@@ -149,7 +169,7 @@ struct HeldRow {
         for (int k = 0; k < GATHER_BYTES / 4; ++k)
           *reinterpret_cast<uint2*>(dst + piece * GATHER_BYTES + 4 * k) = dequant_quad(w[k], scales[j]);
       } else {
-        *reinterpret_cast<Word*>(dst + LATENT_DIM + (piece - LATENT_PIECES) * GATHER_BYTES / 2) = words[j];
+        *reinterpret_cast<Word*>(dst + LATENT_DIM + (piece - LATENT_PIECES) * GATHER_BYTES / 2) = rope_words(words[j]);
       }
     }
   }
