@@ -75,6 +75,12 @@ def test_split_candidates_stay_within_the_topk_tiles():
     assert splits == sorted(splits) and len(splits) <= 4 and max(splits) <= 7
     wide = Case("w", SparseSpec(heads=128, topk=2048), batch=128, prefix=65536)
     assert sparse_split_candidates(wide, SparseConfig(heads_per_block=16), 132) == [1, 2]
+    # one sequence: the fill count (264) is past the 128 tiles, so fractions of the tiles instead
+    one = Case("one", SparseSpec(heads=16, topk=2048), batch=1, prefix=65536)
+    assert sparse_split_candidates(one, SparseConfig(heads_per_block=16), 132) == [16, 32, 64, 128]
+    # 9 splits of 128 tiles and 10 both cut 15- or 13-tile pieces: counted as non-empty splits
+    batch = Case("b", SparseSpec(heads=16, topk=2048), batch=32, prefix=65536)
+    assert sparse_split_candidates(batch, SparseConfig(heads_per_block=16), 132) == [2, 4, 9, 16]
 
 
 def test_database_keys_sparse_entries_by_batch_and_topk_bucket(tmp_path):
@@ -155,3 +161,68 @@ def test_compile_only_sparse_cli_reports_resources_and_sass(tmp_path):
     assert all(v["registers"] > 0 and v["spills"] == 0 for v in case["variants"])
     assert "shared memory" in case["refused"][0]["reason"]
     assert "dequant" in (out / "results.csv").read_text().splitlines()[0]
+
+
+def test_min_blocks_twins_with_the_same_registers_are_timed_once():
+    from kgen.tune.family import SPARSE
+    from kgen.tune.sweep import _distinct
+
+    def variant(min_blocks, registers, stages=2):
+        config = SparseConfig(smem_stages=stages, min_blocks=min_blocks)
+        return {"config": config.to_dict(), "registers": registers, "spills": 0}
+
+    variants = [variant(1, 158), variant(0, 158), variant(0, 128, 3), variant(1, 143, 3)]
+    kept, twins = _distinct(SPARSE, variants)
+    assert twins == 1 and [(c.smem_stages, c.min_blocks) for c in kept] == [(2, 0), (3, 0), (3, 1)]
+    assert _distinct(SPARSE, [{"config": SparseConfig().to_dict()}])[1] == 0  # no figures: kept
+
+
+class Clock:
+    """time.time for the sweep: a second passes at every reading."""
+
+    def __init__(self):
+        self.now = 1e9
+
+    def time(self):
+        self.now += 1.0
+        return self.now
+
+
+def test_a_budgeted_sweep_times_the_default_first_and_the_table_reads_it(tmp_path, monkeypatch):
+    import kgen.tune.sweep as sweep
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import sparse_table
+
+    grid = tmp_path / "grid.json"
+    shape = {"B": 2, "T": 1, "H": 16, "S": 1000, "topk": 300}
+    grid.write_text(json.dumps({"cases": [{"name": "tiny-sparse", **shape}]}))
+    (case,) = load_grid(grid, "sparse")
+    options = SweepOptions(
+        arch="sm_120",
+        compile_only=False,
+        sparse_axes=SparseAxes(
+            heads_per_block=(8, 16),
+            num_warps=(4,),
+            col_groups=(4,),
+            shared_tiles=((2, 16),),
+            register_tiles=(),
+            gather_bytes=(16,),
+            min_blocks=(0,),
+        ),
+        executor=StubExecutor(),
+        db_path=tmp_path / "db.json",
+        jobs=2,
+        case_seconds=0.5,
+    )
+    monkeypatch.setattr(sweep, "time", Clock())
+    report = run_sweep([case], tmp_path / "out", options)
+    (entry,) = report["cases"]
+    assert entry["untimed"] == 2 and {t["kind"] for t in entry["trials"]} == {"default"}
+    assert entry["best"]["kind"] == "default"
+    table = sparse_table.table(tmp_path / "out", grid)
+    assert "tiny-sparse" in table and "(2 untimed)" in table and " *" not in table
+    floor, gathered = sparse_table.floor_us(case)
+    assert gathered == 2 * 300 * 656 and floor == gathered / 4219.0 / 1e3
+    (tmp_path / "out" / "results.json").unlink()  # a sweep cut short: progress.jsonl only
+    assert " *" in sparse_table.table(tmp_path / "out", grid)

@@ -21,6 +21,9 @@ def add_sweep_parser(commands) -> None:
     p.add_argument(
         "--case", action="append", default=[], help="only the grid cases with these names"
     )
+    p.add_argument(
+        "--family", choices=["dense", "sparse"], help="only the grid cases of this kernel family"
+    )
     p.add_argument("--heads", type=int, help="a single shape: heads per GPU (H)")
     p.add_argument("--q-len", type=int, default=1)
     p.add_argument("--batch", type=int, default=1)
@@ -87,6 +90,17 @@ def add_sweep_parser(commands) -> None:
         help="sparse axis: where the fp8 cache is dequantized",
     )
     p.add_argument("--reps", type=int, default=20, help="timed launches per variant")
+    p.add_argument(
+        "--case-seconds",
+        type=float,
+        help="GPU: seconds of variant trials per case; the rest are left untimed (default: all)",
+    )
+    p.add_argument(
+        "--seconds",
+        type=float,
+        help="GPU: the whole sweep's time; each case's variant trials get an equal share of what "
+        "is left when it starts (the rest are left untimed; default: no limit)",
+    )
     p.add_argument("--jobs", type=int, help="compile processes (default: all cores)")
     p.add_argument("--db", type=Path, help="tuning database to record winners in")
     p.add_argument("--out", type=Path, default=Path("sweep-out"))
@@ -105,7 +119,9 @@ def _run(args) -> int:
     from kgen.tune.sweep import SweepOptions, run_sweep
 
     if args.grid:
-        cases = load_grid(args.grid)
+        cases = load_grid(args.grid, args.family)
+        if not cases:
+            raise SystemExit(f"kgen sweep: no {args.family} case in {args.grid}")
         if args.case:
             cases = [c for c in cases if c.name in args.case]
             if not cases:
@@ -159,6 +175,8 @@ def _run(args) -> int:
         axes=axes,
         sparse_axes=sparse_axes,
         reps=args.reps,
+        case_seconds=args.case_seconds,
+        seconds=args.seconds,
         jobs=args.jobs,
         db_path=args.db,
     )

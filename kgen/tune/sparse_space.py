@@ -75,11 +75,16 @@ def sparse_split_candidates(
     case: Case, config: SparseConfig, sm_count: int, max_candidates: int = 4
 ) -> list[int]:
     """Splits of the top-k list worth timing: around the count that puts ~2 blocks on every SM,
-    never more splits than gather tiles."""
+    never more splits than gather tiles. Where that count is past the tiles (small batches), also
+    a half, a quarter and an eighth of the tiles. Counts that cut the list into the same number
+    of tiles per split launch the same work and are timed once (as the count of non-empty
+    splits)."""
     spec = case.spec
     blocks = case.batch * spec.q_len * (spec.heads // config.heads_per_block)
     tiles = max(1, math.ceil(spec.topk / config.block_n))
     fill = max(1, math.ceil(2 * sm_count / blocks))
-    options = sorted({1, max(1, fill // 4), max(1, fill // 2), fill, 2 * fill})
-    options = [s for s in options if s <= tiles]
+    wanted = {1, max(1, fill // 4), max(1, fill // 2), fill, 2 * fill}
+    if 2 * fill > tiles:
+        wanted |= {min(s, tiles) for s in wanted} | {tiles // 2, tiles // 4, tiles // 8}
+    options = sorted({-(-tiles // -(-tiles // s)) for s in wanted if 1 <= s <= tiles})
     return options[-max_candidates:]

@@ -9,6 +9,7 @@ import dataclasses
 import datetime
 import json
 import os
+import random
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -121,6 +122,16 @@ class SweepOptions:
     executor: object | None = None  # anything with call(method, *args): replaces the worker
     seed: int = 0
     also_fit: tuple[str, ...] = FIT_ARCHS  # archs every kept config must also fit
+    # Time budgets (None: none). case_seconds: seconds of variant trials per case. seconds: the
+    # whole sweep's, compiling included; each case's variant trials then get an equal share of
+    # what is left when the case starts, less CASE_RESERVE_S for its baseline, graph replays and
+    # spill check (a case that needs less leaves the rest to the cases after it). The
+    # heuristic's default is timed first; past its budget a case's remaining variants are left
+    # untimed (a later run resumes them) and the case is summarised from what was timed. With a
+    # budget, variants are timed in a shuffled order (seeded by the case name), so a cut leaves a
+    # sample of the space.
+    case_seconds: float | None = None
+    seconds: float | None = None
 
 
 def gpu_present() -> bool:
@@ -131,8 +142,12 @@ def gpu_present() -> bool:
     return torch.cuda.is_available()
 
 
+CASE_RESERVE_S = 8.0  # per case, beside its variant trials: baseline, graph replays, spill check
+
+
 def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = None) -> dict:
     options = options or SweepOptions()
+    deadline = None if options.seconds is None else time.time() + options.seconds
     out_dir.mkdir(parents=True, exist_ok=True)
     compile_only = (not gpu_present()) if options.compile_only is None else options.compile_only
     arch = resolve_arch(options.arch or ("sm_120" if compile_only else "native"))
@@ -172,13 +187,27 @@ def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = N
             }
         )
     if not compile_only:
-        _time_cases(cases, report, arch, out_dir, options)
+        _time_cases(cases, report, arch, out_dir, options, deadline)
     (out_dir / "results.json").write_text(json.dumps(report, indent=1))
     return report
 
 
+def _case_budget(options: SweepOptions, deadline: float | None, cases_left: int) -> float | None:
+    """Seconds of variant trials the next case may take (None: no limit)."""
+    budgets = [] if options.case_seconds is None else [options.case_seconds]
+    if deadline is not None:
+        share = (deadline - time.time()) / max(1, cases_left) - CASE_RESERVE_S
+        budgets.append(max(0.0, share))
+    return min(budgets) if budgets else None
+
+
 def _time_cases(
-    cases: list[Case], report: dict, arch, out_dir: Path, options: SweepOptions
+    cases: list[Case],
+    report: dict,
+    arch,
+    out_dir: Path,
+    options: SweepOptions,
+    deadline: float | None = None,
 ) -> None:
     from kgen.tune.worker import InProcessExecutor, WorkerExecutor
 
@@ -192,19 +221,26 @@ def _time_cases(
             progress.add({"id": "ceilings", **executor.call("ceilings")})
         report["meta"]["ceilings"] = progress.done["ceilings"]
         seed = options.seed
-        for case, entry in zip(cases, report["cases"], strict=True):
+        for n, (case, entry) in enumerate(zip(cases, report["cases"], strict=True)):
             started = time.time()
+            budget = _case_budget(options, deadline, len(cases) - n)
             family = family_of(case.spec)
             default = family.default(case, arch, sms)
             variants = [v for v in entry["variants"] if v["status"] == "compiled"]
-            configs = [family.config_type.from_dict(v["config"]) for v in variants]
-            jobs = [("variant", cfg, family.splits(case, cfg, sms)) for cfg in configs]
-            jobs.append(("default", default, [default.kv_splits]))
+            configs, entry["twins"] = _distinct(family, variants)
+            if budget is not None:
+                random.Random(case.name).shuffle(configs)
+            jobs = [("default", default, [default.kv_splits])]
+            jobs += [("variant", cfg, family.splits(case, cfg, sms)) for cfg in configs]
+            untimed = 0
             for kind, cfg, splits in tqdm(
                 jobs, desc=f"time {case.name}", unit="variant", dynamic_ncols=True
             ):
                 key = trial_id(case, kind, cfg)
                 if key in progress.done:
+                    continue
+                if kind == "variant" and budget is not None and time.time() - started > budget:
+                    untimed += 1
                     continue
                 seed += 1
                 try:
@@ -226,6 +262,12 @@ def _time_cases(
                     row = {"status": "failed", "detail": str(crash)[-2000:]}
                 progress.add({"id": trial_id(case, "torch"), "row": row})
             _summarise(case, entry, progress, default, options.also_fit)
+            entry["untimed"] = untimed
+            if untimed:
+                tqdm.write(
+                    f"{case.name}: {untimed} of {len(configs)} variants left untimed "
+                    f"(over its {budget:.0f} s budget)"
+                )
             for kind in ("best", "default"):
                 chosen = entry.get(kind)
                 config = family.config_type.from_dict(chosen["config"]) if chosen else None
@@ -265,6 +307,30 @@ def _time_cases(
             entry["seconds"] = time.time() - started
     finally:
         executor.close()
+
+
+def _distinct(family, variants: list[dict]) -> tuple[list, int]:
+    """The configs worth timing (in the variants' order), and how many were not: a config that
+    differs from another only in min_blocks and compiled to the same registers and spills is the
+    same kernel (the bound did not bind), so only the one with the smallest min_blocks is timed."""
+    configs = [family.config_type.from_dict(v["config"]) for v in variants]
+
+    def code(config, v):
+        if v.get("registers") is None or not hasattr(config, "min_blocks"):
+            return None
+        return (dataclasses.replace(config, min_blocks=0), v["registers"], v.get("spills"))
+
+    least: dict = {}
+    for config, v in zip(configs, variants, strict=True):
+        key = code(config, v)
+        if key is not None:
+            least[key] = min(least.get(key, config.min_blocks), config.min_blocks)
+    kept = [
+        config
+        for config, v in zip(configs, variants, strict=True)
+        if code(config, v) is None or config.min_blocks == least[code(config, v)]
+    ]
+    return kept, len(configs) - len(kept)
 
 
 def spill_free(spec, config, archs: tuple[str, ...] = FIT_ARCHS) -> bool:
