@@ -10,7 +10,7 @@ sample=${2:-tests/sanitize_sample.py}; prefix=${3:-sanitize}
 module=$(dirname "$sample" | tr / .).$(basename "$sample" .py)
 precompile="$out/precompile.log" label=""
 [ "$prefix" = sanitize ] || { precompile="$out/$prefix-precompile.log"; label="$prefix "; }
-python3 -c "
+timeout 150 python3 -c "
 import sys; sys.path.insert(0, '.')
 from kgen.arch import resolve_arch
 from kgen.tune.sweep import compile_space
