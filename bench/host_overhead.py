@@ -3,7 +3,7 @@ bottleneck), then one sync; per-call microseconds, median of 5 rounds, beside a 
 torch.add for scale and the bare cuLaunchKernel floor (prepacked arguments, cached handles).
 
     PYTHONPATH=. python3 bench/host_overhead.py          # on a GPU
-    PYTHONPATH=. python3 bench/host_overhead.py --cpu    # no GPU: run's Python only, launch mocked
+    PYTHONPATH=. python3 bench/host_overhead.py --cpu    # no GPU: the Python only, launch mocked
 """
 
 from __future__ import annotations
@@ -107,9 +107,11 @@ def gpu_rows():
 
 
 def cpu_rows():
-    """run's Python alone: a Runner on CPU tensors whose launch does nothing."""
+    """run's Python alone: Runners on CPU tensors whose launch does nothing; for attention and
+    kernel(...), whose CPU tensors are refused, the tensors say they are on device 0."""
     from kgen.arch import ARCHS
-    from kgen.mla import layout_for
+    from kgen.mla import api, layout_for
+    from kgen.mla.kernel import MLAKernel
 
     runner_module.current_stream = lambda index: 0
     runner_module.current_device = lambda: -1
@@ -137,6 +139,36 @@ def cpu_rows():
                 lambda r=runner, a=(q, kv, table, lens, bits, out, lse): r.run(*a),
             )
         )
+        if spec.mask == "none":
+            rows.append(
+                (
+                    "runner.run (none), outputs allocated, mocked",
+                    lambda r=runner, a=(q, kv, table, lens): r.run(*a),
+                )
+            )
+
+    # attention and kernel(...) on "device 0": a CPU runner, planned once and cached
+    kernel = MLAKernel(
+        DECODE, CONFIG, ARCHS["sm_120"], layout_for(DECODE, CONFIG, ARCHS["sm_120"]), None
+    )
+    runner = runner_module.Runner(kernel, 1, 1, torch.device("cpu"))
+    runner._index = 0
+    runner_module.current_device = lambda: 0  # where a Runner asks (more than one GPU)
+    api._plan = lambda *args: runner
+    api.current_stream = runner_module.current_stream
+    kernel.runner = lambda *args: runner
+    torch.cuda.is_current_stream_capturing = lambda: False  # the CPU build has none
+    q = torch.zeros(1, 1, DECODE.heads, DECODE.head_dim, dtype=torch.bfloat16)
+    kv = torch.zeros(4, DECODE.page_size, DECODE.head_dim, dtype=torch.bfloat16)
+    table, lens = torch.zeros(1, 1, dtype=torch.int32), torch.ones(1, dtype=torch.int32)
+    for t in (q, kv, table, lens):
+        t.get_device = lambda: 0
+    args = (q, kv, table, lens)
+    rows += [
+        ("kgen.mla.attention, mocked", lambda: kgen.mla.attention(*args, config=CONFIG)),
+        ("kgen.mla.attention, config='auto', mocked", lambda: kgen.mla.attention(*args)),
+        ("prebuilt kernel(...), mocked", lambda: kernel(*args)),
+    ]
     a, b = torch.zeros(1), torch.zeros(1)
     return [("torch.add, one element (CPU)", lambda: torch.add(a, b)), *rows]
 
@@ -151,7 +183,7 @@ def main() -> int:
     for name, call in rows:
         median, spread = per_call_us(call, sync)
         base = base or median
-        print(f"{name:42s} {median:7.2f} us  (spread {spread:5.2f})  {median / base:5.2f}x add")
+        print(f"{name:48s} {median:7.2f} us  (spread {spread:5.2f})  {median / base:5.2f}x add")
     return 0
 
 

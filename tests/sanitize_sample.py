@@ -54,8 +54,9 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
         Spec(heads=16, q_len=16, dtype="bfloat16", page_size=64, mask="tree"),
         Config(heads_per_block=2, kv_splits=5, vec_width=8, smem_stages=2, num_warps=8, block_n=16),
     ),
-    # The tensor-core path: dtypes, masks, page sizes 1/16/64, splits 1..64 (one- and two-level
-    # combine), stages 2..5, q in registers and in shared memory, 1..8 column groups, q.K ahead.
+    # The tensor-core path: dtypes, masks, page sizes 1/16/64, splits 1..300 (the combine's pieces:
+    # row ranges, and single rows in column chunks), stages 2..5, q in registers and in shared
+    # memory, 1..8 column groups, q.K ahead, split reduce.
     *(
         (Spec(heads=h, q_len=t, dtype=d, page_size=ps, mask=m), Config(**c, compute=MMA))
         for h, t, d, ps, m, c in [
@@ -253,6 +254,56 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     qk_ahead=1,
                     min_blocks=1,
                 ),
+            ),
+            # the column groups' partial scores summed once, a slice per warp
+            (
+                8,
+                1,
+                "bfloat16",
+                64,
+                "none",
+                dict(
+                    heads_per_block=8,
+                    kv_splits=5,
+                    smem_stages=2,
+                    block_n=32,
+                    num_warps=8,
+                    col_groups=8,
+                    split_reduce=1,
+                ),
+            ),
+            (
+                4,
+                6,
+                "float16",
+                16,
+                "tree",
+                dict(
+                    heads_per_block=4,
+                    kv_splits=2,
+                    smem_stages=3,
+                    block_n=16,
+                    col_groups=2,
+                    qk_ahead=1,
+                    split_reduce=1,
+                ),
+            ),
+            # wide merges: 132 and 300 splits (pieces of one row cut into column chunks)
+            (
+                8,
+                1,
+                "bfloat16",
+                16,
+                "none",
+                dict(heads_per_block=8, kv_splits=132, smem_stages=2, block_n=16, num_warps=4),
+            ),
+            (
+                16,
+                1,
+                "float16",
+                1,
+                "none",
+                dict(heads_per_block=16, kv_splits=300, smem_stages=3, block_n=16, qk_ahead=1),
             ),
         ]
     ),

@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kgen.mla import SparseConfig, SparseSpec  # noqa: E402
 
 # (spec, config, bad slot row): both cache formats, both dequant placements, q dtypes, page
-# sizes 1/64, 1 to 64 splits (one- and two-level combine, empty splits), stages 2..4, tiles of
-# 16/32 rows, gathers of 4/8/16 bytes, q in registers and in shared memory, m16 tiles partly
-# empty (8 heads), 1..8 column groups.
+# sizes 1/64, 1 to 64 splits (the combine's pieces: row ranges, and single rows in column chunks;
+# empty splits), stages 2..4, tiles of 16/32 rows, gathers of 4/8/16 bytes, q in registers and in
+# shared memory, m16 tiles partly empty (8 heads), 1..8 column groups.
 SAMPLE_CASES = [
     (
         SparseSpec(heads=16, q_len=1, topk=200, kv_format="fp8", page_size=64),
@@ -53,7 +53,7 @@ SAMPLE_CASES = [
         SparseSpec(heads=8, q_len=1, topk=100, kv_format="fp8", page_size=1, dtype="float16"),
         SparseConfig(
             heads_per_block=8,
-            kv_splits=64,  # more splits than tiles: empty splits, a two-level combine
+            kv_splits=64,  # more splits than tiles: empty splits; rows merged in column chunks
             smem_stages=4,
             block_n=16,
             gather_bytes=4,

@@ -52,6 +52,7 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
             col_groups=draw(st.sampled_from([c for c in (1, 2, 4, 8) if c <= warps])),
             min_blocks=draw(st.sampled_from([0, 1, 2])),
             qk_ahead=draw(st.sampled_from([0, 1])),
+            split_reduce=draw(st.sampled_from([0, 1])) if warps > 1 else 0,
         )
     stages = draw(st.integers(0, 3))
     return Config(

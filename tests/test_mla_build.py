@@ -103,6 +103,13 @@ def compiler_disabled():
         (Spec(heads=8), Config(min_blocks=1), "min_blocks", "'mma' only"),
         (Spec(heads=8), Config(qk_ahead=1), "qk_ahead", "'mma' only"),
         (Spec(heads=8), replace(MMA, qk_ahead=1), "smem_stages", "at least 3 stages"),
+        (Spec(heads=8), Config(split_reduce=1), "split_reduce", "'mma' only"),
+        (
+            Spec(heads=8),
+            replace(MMA, col_groups=1, split_reduce=1),
+            "split_reduce",
+            "col_groups > 1",
+        ),
     ],
 )
 def test_refusals_name_field_and_reason(spec, config, field, reason):

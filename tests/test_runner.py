@@ -291,22 +291,43 @@ def test_the_runner_cache_evicts_but_keeps_what_a_graph_captured(monkeypatch):
     capturing = [False]
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
     made = []
+    side = 7  # a stream that can be captured (the legacy default stream, 0, cannot)
 
-    def make(nbytes=100):
-        made.append(types.SimpleNamespace(workspace_bytes=nbytes, captured=False))
-        return made[-1]
+    def get(key, nbytes=100, stream=side):
+        """What kernel(...) and attention(...) do: look up, else make and add."""
+        runner = cache.get(key, stream)
+        if runner is None:
+            made.append(types.SimpleNamespace(workspace_bytes=nbytes, captured=False))
+            runner = cache.add(key, made[-1], stream)
+        return runner
 
     cache = RunnerCache(size=3, workspace_bytes=1000)
-    first = cache.get("a", make)
-    assert cache.get("a", make) is first and len(made) == 1  # a hit makes nothing
+    first = get("a")
+    assert get("a") is first and len(made) == 1  # a hit makes nothing
     capturing[0] = True
-    assert cache.get("a", make).captured  # ran inside a capture: its workspace is the graph's
-    in_capture = cache.get("b", make)
+    assert get("a").captured  # ran inside a capture: its workspace is the graph's
+    in_capture = get("b")
     # first made in a capture: not cached, but kept alive (its memory is the capture's)
     assert "b" not in cache._runners and in_capture.captured and cache._captured == [in_capture]
     capturing[0] = False
     for key in "cde":
-        cache.get(key, make)
+        get(key)
     assert list(cache._runners) == ["c", "d", "e"] and cache._captured == [in_capture, first]
-    cache.get("big", lambda: make(950))
+    get("big", 950)
     assert list(cache._runners) == ["big"]  # over the byte budget: the rest went
+
+
+def test_the_runner_cache_finds_the_last_key_again_and_asks_no_capture_on_stream_0(monkeypatch):
+    from kgen.mla.runner import RunnerCache
+
+    asked = []
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: asked.append(1))
+    cache = RunnerCache()
+    runner = types.SimpleNamespace(workspace_bytes=0, captured=False)
+    key = ("k", torch.Size((1, 2)))
+    assert cache.get(key, 0) is None
+    assert cache.add(key, runner, 0) is runner
+    assert cache.get(("k", torch.Size((1, 2))), 0) is runner  # an equal key: the same runner
+    assert not asked  # the legacy default stream is never capturing
+    cache.clear()
+    assert cache.get(key, 0) is None  # cleared: nothing remembered either

@@ -83,6 +83,11 @@ def test_default_configs_fit_sm120(batch):
         assert layout.dynamic_smem <= SMEM_LIMIT
         tiles = -(-spec.topk // config.block_n)
         assert 1 <= config.kv_splits <= max(1, tiles)
+        # one wave at most: a few blocks past it would cost a second
+        occupancy = SM120.occupancy(layout.threads, layout.registers_estimate, layout.dynamic_smem)
+        blocks = batch * spec.q_len * (spec.heads // config.heads_per_block)
+        wave = 188 * max(1, occupancy.blocks_per_sm)
+        assert config.kv_splits == 1 or blocks * config.kv_splits <= wave
         if spec.heads >= 16:
             assert layout.m_tiles * 16 == config.heads_per_block or spec.heads < 32
 
@@ -149,6 +154,7 @@ def test_sm90_takes_what_sm120_cannot():
         (SparseConfig, {"dequant": "global"}, "dequant"),
         (SparseConfig, {"gather_bytes": 2}, "gather_bytes"),
         (SparseConfig, {"num_warps": 6}, "num_warps"),
+        (SparseConfig, {"kv_splits": 1025}, "kv_splits"),  # the combine's MAX_SPLITS
     ],
 )
 def test_bad_fields_are_named(cls, kwargs, field):

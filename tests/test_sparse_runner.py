@@ -64,7 +64,8 @@ def test_run_packs_pointers_strides_and_sizes(monkeypatch):
     assert (sent["idx_sb"], sent["idx_st"]) == (10, 5)
     assert (sent["q_sb"], sent["q_st"], sent["q_sh"]) == (2 * 4 * 576, 4 * 576, 576)
     assert sent["scale_log2"] == pytest.approx(0.25 * LOG2E)
-    assert runner.workspace.counters.shape == (BATCH * 2 * 1 * 3,)  # tokens x groups x (2 + 1)
+    assert runner.workspace.counters.shape == (BATCH * 2 * 1 * 4,)  # tokens x groups x 4
+    assert runner.workspace.partials.shape == (BATCH * 2 * 3 * 4, 512)  # a slot per split and row
     assert sent["ws_o"] == runner.workspace.partials.data_ptr()
 
 

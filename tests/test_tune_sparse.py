@@ -14,6 +14,7 @@ import pytest
 from kgen.arch import ARCHS
 from kgen.mla import SparseConfig, SparseSpec, build_sparse
 from kgen.mla.sparse.heuristic import default_sparse_config
+from kgen.mla.spec import MAX_SPLITS
 from kgen.mla.tuning import TuningDB, code_stamp, entry_key, sparse_bucket, staleness
 from kgen.tune.report import config_name, summary_table
 from kgen.tune.space import Case, load_grid
@@ -81,6 +82,9 @@ def test_split_candidates_stay_within_the_topk_tiles():
     # 9 splits of 128 tiles and 10 both cut 15- or 13-tile pieces: counted as non-empty splits
     batch = Case("b", SparseSpec(heads=16, topk=2048), batch=32, prefix=65536)
     assert sparse_split_candidates(batch, SparseConfig(heads_per_block=16), 132) == [2, 4, 9, 16]
+    # never past the combine's MAX_SPLITS, however many SMs and tiles
+    huge = Case("huge", SparseSpec(heads=16, topk=1 << 16), batch=1, prefix=1 << 17)
+    assert max(sparse_split_candidates(huge, SparseConfig(heads_per_block=16), 4096)) == MAX_SPLITS
 
 
 def test_database_keys_sparse_entries_by_batch_and_topk_bucket(tmp_path):

@@ -133,8 +133,7 @@ def attention(
         raise TypeError(f"config: expected a kgen.mla.Config or 'auto', got {config!r}")
     try:
         index = q.get_device()
-        mask_kind = mask if mask is None or isinstance(mask, str) else "tree"
-        key = (q.shape, q.dtype, kv_cache.shape[1], block_table.shape[1], mask_kind, index)
+        shape, page_size, max_pages = q.shape, kv_cache.shape[1], block_table.shape[1]
     except (AttributeError, IndexError):
         index = -1
     if index < 0 or validate:
@@ -143,13 +142,15 @@ def attention(
         if validate:
             validate_on_device(spec, kv_cache, block_table, seq_lens)
     stream = current_stream(index)
-
-    def make() -> Runner:
+    mask_kind = mask if mask is None or isinstance(mask, str) else "tree"
+    key = ("attention", shape, q.dtype, page_size, max_pages, mask_kind, index, latent_dim)
+    key += (config, scale, stream)
+    runner = runners.get(key, stream)
+    if runner is None:
         spec = spec_for(q, kv_cache, mask, latent_dim)
         check_tensor("block_table", block_table, q.device, torch.int32, 2)
-        return _plan(spec, q.shape[0], block_table.shape[1], config, index, scale)
-
-    runner = runners.get(("attention", *key, latent_dim, config, scale, stream), make)
+        planned = _plan(spec, shape[0], max_pages, config, index, scale)
+        runner = runners.add(key, planned, stream)
     return runner._run(stream, q, kv_cache, block_table, seq_lens, mask, out, lse)
 
 

@@ -70,8 +70,7 @@ class MLAKernel:
         validate=True also checks seq_lens and page ids (this reads them back: a device sync).
         A plan for this call's shape is made on first use and kept (see kgen.mla.plan).
         """
-        from kgen.mla.runner import current_stream, runners
-
+        runner_module = _runner_module()
         try:
             index = q.get_device()
             facts = (q.shape[0], block_table.shape[1], index)
@@ -83,8 +82,11 @@ class MLAKernel:
                 from kgen.mla.inputs import validate_on_device
 
                 validate_on_device(self.spec, kv_cache, block_table, seq_lens)
-        stream = current_stream(index)
-        runner = runners.get((self, *facts, scale, stream), lambda: self.runner(*facts, scale))
+        stream = runner_module.current_stream(index)
+        key = (self, *facts, scale, stream)
+        runner = runner_module.runners.get(key, stream)
+        if runner is None:
+            runner = runner_module.runners.add(key, self.runner(*facts, scale), stream)
         return runner._run(stream, q, kv_cache, block_table, seq_lens, mask, out, lse)
 
     def check_inputs(self, q, kv_cache, block_table, seq_lens, mask=None) -> None:
@@ -101,6 +103,14 @@ class MLAKernel:
         from kgen.mla.runner import Runner
 
         return Runner(self, batch, max_pages, torch.device("cuda", device), scale)
+
+
+@functools.cache
+def _runner_module():
+    """kgen.mla.runner, imported on the first call of a kernel (building one needs no torch)."""
+    from kgen.mla import runner
+
+    return runner
 
 
 def build(spec: Spec, config: Config, arch: str | Arch = "sm_120") -> MLAKernel:

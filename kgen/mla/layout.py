@@ -10,12 +10,19 @@ import math
 from dataclasses import dataclass
 
 from kgen.arch import Arch
-from kgen.mla.spec import Config, Spec
+from kgen.mla.spec import MAX_SPLITS, Config, Spec
 from kgen.params import ParamError
 
 CP_ASYNC_BYTES = (4, 8, 16)
 MAX_LOAD_BYTES = 16
-COMBINE_SMEM = 1024 * 4 + 16  # the fused split-KV combine's scratch (templates/mla/combine.cuh)
+
+
+def combine_smem(threads: int) -> int:
+    """Shared memory the fused split-KV combine reuses (templates/mla/combine.cuh): MAX_SPLITS
+    float weights, a float4 per thread, three ints."""
+    return MAX_SPLITS * 4 + 16 * threads + 16
+
+
 REGISTER_OVERHEAD = 32  # indices, pointers, loop state: an allowance
 Q_REGISTER_BUDGET = 96  # beyond this many registers of q per thread, q is read from shared memory
 
@@ -54,7 +61,9 @@ class Layout:
 
     @property
     def dynamic_smem(self) -> int:
-        return max(self.q_smem_bytes + self.stage_bytes, self.merge_bytes, COMBINE_SMEM)
+        return max(
+            self.q_smem_bytes + self.stage_bytes, self.merge_bytes, combine_smem(self.threads)
+        )
 
 
 def warp_grid(rows: int, num_warps: int) -> tuple[int, int, int]:
@@ -88,6 +97,8 @@ def plan_fma(spec: Spec, config: Config, arch: Arch) -> Layout:
         refuse("min_blocks", "applies to compute='mma' only; the FMA path takes 0")
     if config.qk_ahead:
         refuse("qk_ahead", "applies to compute='mma' only; the FMA path takes 0")
+    if config.split_reduce:
+        refuse("split_reduce", "applies to compute='mma' only; the FMA path takes 0")
     if spec.heads % config.heads_per_block:
         refuse("heads_per_block", f"must divide heads={spec.heads}")
     if vec * esize > MAX_LOAD_BYTES:

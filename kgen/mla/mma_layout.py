@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from kgen.arch import Arch
-from kgen.mla.layout import COMBINE_SMEM, refuser
+from kgen.mla.layout import combine_smem, refuser
 from kgen.mla.spec import Config, Spec
 
 MAX_BLOCK_N = 64  # the draft scan keeps one bit per position in a 64-bit word
@@ -38,7 +38,7 @@ class MMALayout:
 
     @property
     def main_smem(self) -> int:
-        """Shared memory of the main loop (the combine reuses it, needing COMBINE_SMEM)."""
+        """Shared memory of the main loop (the combine reuses it, needing combine_smem)."""
         return self.q_bytes + self.stage_bytes + self.score_bytes + 16
 
     @property
@@ -75,6 +75,10 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         refuse("block_n", f"'mma' takes a multiple of 16 up to {MAX_BLOCK_N}")
     if config.smem_stages < 2:
         refuse("smem_stages", "'mma' pipelines KV tiles with cp.async: at least 2 stages")
+    if config.split_reduce and config.col_groups == 1:
+        refuse(
+            "split_reduce", "needs col_groups > 1: one column group has no partial scores to sum"
+        )
     if config.qk_ahead and config.smem_stages < 3:
         refuse(
             "smem_stages",
@@ -117,7 +121,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     s_stride = config.block_n + (24 - config.block_n % 16) % 16
     score_bytes = (2 if config.qk_ahead else 1) * cols * m_tiles * 16 * s_stride * 4
     smem = q_bytes + stage_bytes + score_bytes + 16
-    if max(smem, COMBINE_SMEM) > arch.smem_per_block:
+    if max(smem, combine_smem(threads)) > arch.smem_per_block:
         refuse(
             "heads_per_block" if q_bytes > stage_bytes else "smem_stages",
             f"needs {smem} bytes of shared memory (q {q_bytes}, {config.smem_stages} KV stages "
@@ -147,6 +151,6 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         q_bytes=q_bytes,
         stage_bytes=stage_bytes,
         score_bytes=score_bytes,
-        dynamic_smem=max(smem, COMBINE_SMEM),
+        dynamic_smem=max(smem, combine_smem(threads)),
         registers_estimate=registers,
     )

@@ -45,7 +45,6 @@ class KernelParams(ctypes.Structure):
             "counters",
             ctypes.c_void_p,
         ),  # [B, head groups, combine groups + 1], zero between launches
-        ("combine_fanin", ctypes.c_int32),  # splits merged by one block
         ("scale_log2", ctypes.c_float),  # softmax scale * log2(e)
     ]
 
@@ -95,6 +94,7 @@ def template_values(spec: Spec, config: Config, layout: Layout | MMALayout) -> d
             "col_groups": layout.col_groups,
             "min_blocks": config.min_blocks,
             "qk_ahead": bool(config.qk_ahead),
+            "split_reduce": bool(config.split_reduce),
             "q_in_registers": layout.q_in_registers,
             "smem_bytes": layout.main_smem,
         }

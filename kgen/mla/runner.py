@@ -58,6 +58,8 @@ class Runner:
         b, t, h, d, dl = batch, spec.q_len, spec.heads, spec.head_dim, spec.latent_dim
         esize = spec.elem_bytes
         self._index = device.index if device.type == "cuda" else -1  # what get_device() says
+        # with one GPU, its device is always the current one: run need not ask
+        self._ask_device = device.type == "cuda" and torch.cuda.device_count() > 1
         self._dtype = spec.torch_dtype
         self._align = config.vec_width * esize - 1  # address bits that must be zero
         self._q_shape = torch.Size((b, t, h, d))
@@ -77,6 +79,9 @@ class Runner:
         self._mask_span = (0, 0)  # the bytes of the last tree mask given
         self._packed_shapes = {torch.Size((b, t)): t, torch.Size((t,)): 0}  # -> mask_sb
         self._bool_shapes = (torch.Size((b, t, t)), torch.Size((t, t)))
+        # new_empty of these (no elements, no memory) is the cheapest allocation of an output
+        self._out_like = torch.empty(0, dtype=self._dtype, device=device)
+        self._lse_like = torch.empty(0, dtype=torch.float32, device=device)
 
         head_groups = spec.heads // config.heads_per_block
         splits = config.kv_splits
@@ -103,7 +108,6 @@ class Runner:
             ws_o=ws.partials.data_ptr() if ws else 0,
             ws_lse=ws.partial_lse.data_ptr() if ws else 0,
             counters=ws.counters.data_ptr() if ws else 0,
-            combine_fanin=workspace.combine_fanin(splits),
             scale_log2=scale * LOG2E,
         )
         self._set_planned_strides()
@@ -146,12 +150,12 @@ class Runner:
         )
 
     def _run(self, stream: int, q, kv_cache, block_table, seq_lens, mask, out, lse):
-        index, dtype, p = self._index, self._dtype, self._params
+        index, dtype = self._index, self._dtype
         given = out is not None or lse is not None
         if out is None:
-            out = torch.empty(self._out_shape, dtype=dtype, device=self.device)
+            out = self._out_like.new_empty(self._out_shape)
         if lse is None:
-            lse = torch.empty(self._lse_shape, dtype=torch.float32, device=self.device)
+            lse = self._lse_like.new_empty(self._lse_shape)
         # The fast path: every tensor contiguous with the planned shape, dtype and device (and the
         # packed strides the planned ones). Anything else takes the full checks, which either
         # name the bad tensor or bind its strides.
@@ -182,23 +186,27 @@ class Runner:
             q_ptr, kv_ptr, out_ptr = q.data_ptr(), kv_cache.data_ptr(), out.data_ptr()
             planned = not (q_ptr | kv_ptr | out_ptr) & self._align
         if planned:
-            p.q, p.kv, p.out, p.num_pages = q_ptr, kv_ptr, out_ptr, pages
-            p.block_table, p.seq_lens, p.lse = (
+            table_ptr, lens_ptr, lse_ptr = (
                 block_table.data_ptr(),
                 seq_lens.data_ptr(),
                 lse.data_ptr(),
             )
+            p = self._params
+            p.q, p.kv, p.out, p.num_pages = q_ptr, kv_ptr, out_ptr, pages
+            p.block_table, p.seq_lens, p.lse = table_ptr, lens_ptr, lse_ptr
         else:
             self._bind_checked(q, kv_cache, block_table, seq_lens, mask, out, lse)
         if self._tree and self._launch is not None:
             self._bind_tree_mask(mask)
         elif mask is not None:
             check_mask(self.spec, mask, self.batch, self.device)
-        if given:
-            self._refuse_overlap(planned, q, kv_cache, block_table, seq_lens, mask, out, lse)
+        if given and not (
+            planned and self._apart(q_ptr, kv_ptr, pages, table_ptr, lens_ptr, out_ptr, lse_ptr)
+        ):
+            self._refuse_overlap(q, kv_cache, block_table, seq_lens, mask, out, lse)
         if self._launch is None:
             return out, lse
-        if current_device() == index:
+        if not self._ask_device or current_device() == index:
             self._launch.launch(stream)
         else:  # like a torch op, run on the tensors' device whatever the current one is
             with torch.cuda.device(index):
@@ -230,22 +238,22 @@ class Runner:
     def _bind_tree_mask(self, mask) -> None:
         """Point the kernel at the mask's bit rows, packing a bool mask into the plan's buffer."""
         try:
-            usable = mask.get_device() == self._index and (
-                (mask.dtype is torch.bool and mask.shape in self._bool_shapes)
-                or (
-                    mask.dtype is torch.int64
-                    and mask.shape in self._packed_shapes
-                    and mask.is_contiguous()
-                )
-            )
+            dtype, shape = mask.dtype, mask.shape
+            usable = mask.get_device() == self._index
         except AttributeError:
-            usable = False
+            dtype, usable = None, False
+        if dtype is torch.int64:  # bit rows: [B, T] (one row per sequence) or [T] (shared)
+            mask_sb = self._packed_shapes.get(shape)
+            usable = usable and mask_sb is not None and mask.is_contiguous()
+        else:
+            usable = usable and dtype is torch.bool and shape in self._bool_shapes
         if not usable:
             check_mask(self.spec, mask, self.batch, self.device)  # raises, saying what is wrong
         p = self._params
-        if mask.dtype is torch.int64:
-            p.mask, p.mask_sb = mask.data_ptr(), self._packed_shapes[mask.shape]
-            self._mask_span = (p.mask, p.mask + mask.numel() * 8)
+        if dtype is torch.int64:
+            ptr = mask.data_ptr()
+            p.mask, p.mask_sb = ptr, mask_sb
+            self._mask_span = (ptr, ptr + mask.numel() * 8)
             return
         self._mask_span = extent(mask)
         per_sequence = mask.dim() == 3  # else one [T, T] mask for every sequence
@@ -256,28 +264,30 @@ class Runner:
         torch.sum(scratch, -1, out=bits)
         p.mask, p.mask_sb = self._bits.data_ptr(), self.spec.q_len if per_sequence else 0
 
-    def _refuse_overlap(self, planned, q, kv_cache, block_table, seq_lens, mask, out, lse):
+    def _apart(self, q, kv, pages, table, lens, out, lse) -> bool:
+        """Whether out and lse at these addresses are clear of each other and of every input, for
+        planned tensors: contiguous, of known sizes, so their byte ranges are cheap."""
+        out_hi, lse_hi = out + self._out_bytes, lse + self._lse_bytes
+        q_hi, kv_hi = q + self._q_bytes, kv + pages * self._page_bytes
+        table_hi, lens_hi = table + self._table_bytes, lens + self._lens_bytes
+        mask, mask_hi = self._mask_span
+        return (
+            (out_hi <= lse or lse_hi <= out)
+            and (q_hi <= out or out_hi <= q)
+            and (q_hi <= lse or lse_hi <= q)
+            and (kv_hi <= out or out_hi <= kv)
+            and (kv_hi <= lse or lse_hi <= kv)
+            and (table_hi <= out or out_hi <= table)
+            and (table_hi <= lse or lse_hi <= table)
+            and (lens_hi <= out or out_hi <= lens)
+            and (lens_hi <= lse or lse_hi <= lens)
+            and (mask_hi <= out or out_hi <= mask)
+            and (mask_hi <= lse or lse_hi <= mask)
+        )
+
+    def _refuse_overlap(self, q, kv_cache, block_table, seq_lens, mask, out, lse) -> None:
         """InputError naming both tensors where out or lse shares bytes with an input or with
-        each other. Planned tensors are contiguous, of known sizes: their ranges are cheap, and
-        only an overlap among them takes the general path, which names the pair."""
-        if planned:
-            p = self._params
-            out_lo, lse_lo = p.out, p.lse
-            out_hi, lse_hi = out_lo + self._out_bytes, lse_lo + self._lse_bytes
-            inputs = (
-                (p.q, p.q + self._q_bytes),
-                (p.kv, p.kv + p.num_pages * self._page_bytes),
-                (p.block_table, p.block_table + self._table_bytes),
-                (p.seq_lens, p.seq_lens + self._lens_bytes),
-                self._mask_span,
-            )
-            clear = out_hi <= lse_lo or lse_hi <= out_lo
-            for lo, hi in inputs:
-                if not clear:
-                    break
-                clear = (hi <= out_lo or out_hi <= lo) and (hi <= lse_lo or lse_hi <= lo)
-            if clear:
-                return
+        each other."""
         tensors = [("q", q), ("kv_cache", kv_cache), ("block_table", block_table)]
         tensors += [("seq_lens", seq_lens), ("mask", mask)]
         inputs = [(name, *extent(t)) for name, t in tensors if isinstance(t, torch.Tensor)]
@@ -323,37 +333,52 @@ class RunnerCache:
     during a capture is never freed, even when evicted. A runner first made during a capture is
     not cached (its workspace comes from the graph's memory pool, zeroed inside the graph) but
     kept alive, so that nothing else in that capture is given its memory.
+
+    Callers look up with get(key, stream) and, on a miss, make the runner and add it. The last
+    key found is remembered, so a repeat of the last call compares one key, hashing nothing.
+    No capture can run on the legacy default stream (handle 0): launches there ask nothing
+    about capture.
     """
 
     def __init__(self, size: int = 64, workspace_bytes: int = 1 << 30):
         self.size, self.workspace_bytes = size, workspace_bytes
         self._runners: OrderedDict = OrderedDict()
         self._captured: list[Runner] = []  # evicted, but a graph may still use their workspace
+        self._last: tuple = (None, None)  # the key and runner of the last cache hit or add
         self._lock = threading.Lock()
 
-    def get(self, key, make) -> Runner:
-        capturing = torch.cuda.is_current_stream_capturing()
-        with self._lock:
-            runner = self._runners.get(key)
-            if runner is not None:
-                self._runners.move_to_end(key)
-        if runner is None:
-            runner = make()
-            if capturing:
-                runner.captured = True
-                with self._lock:
-                    self._captured.append(runner)
-                return runner
+    def get(self, key, stream: int) -> Runner | None:
+        """The cached runner for `key` (None if there is none), to launch on `stream`."""
+        last_key, runner = self._last
+        if key != last_key:
             with self._lock:
-                runner = self._runners.setdefault(key, runner)
-                while len(self._runners) > 1 and (
-                    len(self._runners) > self.size or self._bytes() > self.workspace_bytes
-                ):
-                    _, old = self._runners.popitem(last=False)
-                    if old.captured:
-                        self._captured.append(old)
-        if capturing:
+                runner = self._runners.get(key)
+                if runner is None:
+                    return None
+                self._runners.move_to_end(key)
+                self._last = (key, runner)
+        if not runner.captured and stream and torch.cuda.is_current_stream_capturing():
             runner.captured = True
+        return runner
+
+    def add(self, key, runner: Runner, stream: int) -> Runner:
+        """Cache a runner just made for `key`, to launch on `stream`; where another thread
+        cached one first, that one is returned instead."""
+        if stream and torch.cuda.is_current_stream_capturing():
+            runner.captured = True
+            with self._lock:
+                self._captured.append(runner)
+            return runner
+        with self._lock:
+            runner = self._runners.setdefault(key, runner)
+            self._runners.move_to_end(key)
+            while len(self._runners) > 1 and (
+                len(self._runners) > self.size or self._bytes() > self.workspace_bytes
+            ):
+                _, old = self._runners.popitem(last=False)
+                if old.captured:
+                    self._captured.append(old)
+            self._last = (key, runner)
         return runner
 
     def _bytes(self) -> int:
@@ -363,6 +388,7 @@ class RunnerCache:
         with self._lock:
             self._captured += [r for r in self._runners.values() if r.captured]
             self._runners.clear()
+            self._last = (None, None)
 
 
 runners = RunnerCache()  # behind kernel(...) and kgen.mla.attention(...)

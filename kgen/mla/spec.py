@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from kgen.dtypes import DTYPES
 from kgen.params import Params
 
+MAX_SPLITS = 1024  # the fused combine keeps a row's split weights in shared memory
+
 MASKS = ("none", "causal", "tree")
 MAX_Q_LEN = 64  # a draft-tree row is one 64-bit word
 COMPUTES = ("fma", "mma")
@@ -72,8 +74,9 @@ class Config(Params):
 
     heads_per_block: heads one block serves (with all q_len rows), so a KV tile read once serves
       them all: 1 = most blocks and most re-reads, heads = fully amortised.
-    kv_splits: KV split count (flash-decoding); the last split of a group to finish merges the
-      partial results (no second launch). A launch parameter: it does not change the compiled code.
+    kv_splits: KV split count (flash-decoding), at most MAX_SPLITS; the splits of a group merge
+      their partial results in the same launch (templates/mla/combine.cuh). A launch parameter:
+      it does not change the compiled code.
     vec_width: elements per global load (at most 16 bytes).
     smem_stages: 0 = KV from global memory straight into registers, 1 = through one shared tile,
       >= 2 = a cp.async pipeline that many tiles deep.
@@ -88,6 +91,9 @@ class Config(Params):
       1 gives each thread the registers the code needs; N > 1 caps them at 1/N of the register file.
     qk_ahead: mma only: 1 computes q.K of the next KV tile beside the softmax and P.V of this one
       (independent work for each warp to overlap, one barrier per tile; needs smem_stages >= 3).
+    split_reduce: mma only: 1 splits the sum of the column groups' partial scores between the
+      warps of a row group (each sums a slice once, one more barrier) instead of every warp summing
+      all of them for its rows; needs col_groups > 1.
     """
 
     heads_per_block: int = 1
@@ -100,10 +106,11 @@ class Config(Params):
     col_groups: int = 4
     min_blocks: int = 0
     qk_ahead: int = 0
+    split_reduce: int = 0
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
-        self._require_int("kv_splits", 1, 4096)
+        self._require_int("kv_splits", 1, MAX_SPLITS)
         self._require_int("vec_width", 1, 16)
         self._require(
             self.vec_width & (self.vec_width - 1) == 0, "vec_width", "must be a power of two"
@@ -118,6 +125,7 @@ class Config(Params):
         self._require_int("col_groups", 1, 32)
         self._require_int("min_blocks", 0, 32)
         self._require_int("qk_ahead", 0, 1)
+        self._require_int("split_reduce", 0, 1)
 
     def short_name(self) -> str:
         name = (
@@ -128,4 +136,5 @@ class Config(Params):
             return name
         blocks = f"_mb{self.min_blocks}" if self.min_blocks else ""
         ahead = "_qa" if self.qk_ahead else ""
-        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}"
+        reduce = "_sr" if self.split_reduce else ""
+        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{reduce}"

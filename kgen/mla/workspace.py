@@ -8,30 +8,14 @@ CUDA graph): nothing is allocated or zeroed per call.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-
-def combine_fanin(splits: int) -> int:
-    """Splits one block merges: ~sqrt(splits), so no block reads more than ~sqrt(S) partials."""
-    return max(1, math.isqrt(splits - 1) + 1) if splits > 1 else 1
+GROUP_COUNTERS = 4  # per (sequence, head group): templates/mla/combine.cuh's ARRIVALS .. LEFT
 
 
-def combine_groups(splits: int) -> int:
-    """Groups of fanin splits (templates/mla/combine.cuh's combine_groups)."""
-    return -(-splits // combine_fanin(splits))
-
-
-def workspace_slots(splits: int) -> int:
-    """Partial slots per (sequence, head group): one per split, plus one per group when there are
-    several groups."""
-    groups = combine_groups(splits)
-    return splits + groups if groups > 1 else splits
-
-
-def counter_count(batch: int, head_groups: int, splits: int) -> int:
-    """Arrival counters: one per group and one for the groups, per (sequence, head group)."""
-    return batch * head_groups * (combine_groups(splits) + 1)
+def counter_count(batch: int, head_groups: int) -> int:
+    """The fused combine's counters: GROUP_COUNTERS per (sequence, head group)."""
+    return batch * head_groups * GROUP_COUNTERS
 
 
 @dataclass(frozen=True)
@@ -51,11 +35,9 @@ def allocate(
 
     if splits == 1 or batch == 0:
         return None
-    slots = batch * workspace_slots(splits) * q_len * heads
+    slots = batch * splits * q_len * heads  # a slot per split of each row
     return Workspace(
         partials=torch.empty((slots, latent_dim), dtype=torch.float32, device=device),
         partial_lse=torch.empty((slots,), dtype=torch.float32, device=device),
-        counters=torch.zeros(
-            counter_count(batch, head_groups, splits), dtype=torch.int32, device=device
-        ),
+        counters=torch.zeros(counter_count(batch, head_groups), dtype=torch.int32, device=device),
     )

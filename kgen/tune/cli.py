@@ -61,6 +61,13 @@ def add_sweep_parser(commands) -> None:
         help="mma axis values: 1 = q.K of the next tile beside softmax and P.V of this one",
     )
     p.add_argument(
+        "--split-reduce",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="mma axis values: 1 = the column groups' partial scores summed once, a slice per warp",
+    )
+    p.add_argument(
         "--mma-tiles",
         nargs="+",
         default=None,
@@ -153,6 +160,7 @@ def _run(args) -> int:
         col_groups=tuple(args.col_groups),
         min_blocks=tuple(args.min_blocks),
         qk_ahead=tuple(args.qk_ahead),
+        split_reduce=tuple(args.split_reduce),
         **({"mma_stage_tiles": _tiles(args.mma_tiles)} if args.mma_tiles else {}),
     )
     sparse_axes = SparseAxes(

@@ -19,6 +19,7 @@ COLUMNS = [
     "col_groups",
     "min_blocks",
     "qk_ahead",
+    "split_reduce",
     "gather_bytes",
     "dequant",
     "registers",
@@ -124,6 +125,7 @@ def config_name(c: dict, splits: bool = True) -> str:
     if c.get("compute") == "mma":
         mma = f" mma c{c['col_groups']}" + (f" mb{c['min_blocks']}" if c.get("min_blocks") else "")
         mma += " qa" if c.get("qk_ahead") else ""
+        mma += " sr" if c.get("split_reduce") else ""
     return (
         f"hb{c['heads_per_block']}{split} v{c['vec_width']} st{c['smem_stages']} "
         f"w{c['num_warps']} n{c['block_n']}{mma}"

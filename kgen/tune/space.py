@@ -34,6 +34,7 @@ class Axes:
     col_groups: tuple[int, ...] = (2, 4, 8)
     min_blocks: tuple[int, ...] = (0, 1)
     qk_ahead: tuple[int, ...] = (0, 1)
+    split_reduce: tuple[int, ...] = (0,)
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,7 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                 col_groups=c,
                 min_blocks=b,
                 qk_ahead=a,
+                split_reduce=r,
             )
             for h in hpbs
             for w in axes.num_warps
@@ -133,6 +135,8 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
             for b in axes.min_blocks
             for a in axes.qk_ahead
             if st >= 3 or not a
+            for r in axes.split_reduce
+            if c > 1 or not r
         ]
     return configs
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from kgen.arch import Arch
 from kgen.mla import SparseConfig, SparseSpec
+from kgen.mla.spec import MAX_SPLITS
 from kgen.tune.space import Case, Pruned, refuse_or_keep
 
 # (smem_stages, block_n) of the cp.async gather pipeline (dequant="shared", and every bf16
@@ -75,8 +76,9 @@ def sparse_split_candidates(
     case: Case, config: SparseConfig, sm_count: int, max_candidates: int = 4
 ) -> list[int]:
     """Splits of the top-k list worth timing: around the count that puts ~2 blocks on every SM,
-    never more splits than gather tiles. Where that count is past the tiles (small batches), also
-    a half, a quarter and an eighth of the tiles. Counts that cut the list into the same number
+    never more splits than gather tiles, nor than MAX_SPLITS (the combine's cap: a count past it
+    is cut to it). Where that count is past the tiles (small batches), also a half, a quarter
+    and an eighth of the tiles. Counts that cut the list into the same number
     of tiles per split launch the same work and are timed once (as the count of non-empty
     splits)."""
     spec = case.spec
@@ -86,5 +88,6 @@ def sparse_split_candidates(
     wanted = {1, max(1, fill // 4), max(1, fill // 2), fill, 2 * fill}
     if 2 * fill > tiles:
         wanted |= {min(s, tiles) for s in wanted} | {tiles // 2, tiles // 4, tiles // 8}
+    wanted = {min(s, MAX_SPLITS) for s in wanted}
     options = sorted({-(-tiles // -(-tiles // s)) for s in wanted if 1 <= s <= tiles})
     return options[-max_candidates:]

@@ -101,6 +101,9 @@ def sparse_attention(
     if validate:
         validate_indices(kv_cache, indices)
     index = q.get_device()
-    key = ("sparse_attention", spec, q.shape[0], index, config, scale, current_stream(index))
-    runner = runners.get(key, lambda: _plan(spec, q.shape[0], config, index, scale))
+    stream = current_stream(index)
+    key = ("sparse_attention", spec, q.shape[0], index, config, scale, stream)
+    runner = runners.get(key, stream)
+    if runner is None:
+        runner = runners.add(key, _plan(spec, q.shape[0], config, index, scale), stream)
     return runner.run(q, kv_cache, indices, out=out, lse=lse)

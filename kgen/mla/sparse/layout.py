@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from kgen.arch import Arch
-from kgen.mla.layout import COMBINE_SMEM, ConfigError
+from kgen.mla.layout import ConfigError, combine_smem
 from kgen.mla.sparse import fp8
 from kgen.mla.sparse.spec import SparseConfig, SparseSpec
 
@@ -51,7 +51,7 @@ class SparseLayout:
 
     @property
     def dynamic_smem(self) -> int:
-        return max(self.main_smem, COMBINE_SMEM)
+        return max(self.main_smem, combine_smem(self.threads))
 
 
 def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> SparseLayout:
@@ -116,7 +116,7 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
     score_bytes = cols * m_tiles * 16 * s_stride * 4
     slot_bytes = max(config.smem_stages, 2) * block_n * 4
     smem = q_bytes + stage_bytes + tile_bytes + score_bytes + slot_bytes
-    if max(smem, COMBINE_SMEM) > arch.smem_per_block:
+    if max(smem, combine_smem(threads)) > arch.smem_per_block:
         refuse(
             "heads_per_block" if q_bytes > stage_bytes + tile_bytes else "smem_stages",
             f"needs {smem} bytes of shared memory (q {q_bytes}, {config.smem_stages} gather "

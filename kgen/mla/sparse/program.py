@@ -31,7 +31,6 @@ class SparseParams(ctypes.Structure):
         ("idx_sb", ctypes.c_int64),
         ("idx_st", ctypes.c_int64),
         ("topk", ctypes.c_int32),
-        ("combine_fanin", ctypes.c_int32),  # splits merged by one block
         ("out", ctypes.c_void_p),  # [B, Q_LEN, HEADS, 512]
         ("o_sb", ctypes.c_int64),
         ("o_st", ctypes.c_int64),
@@ -39,7 +38,7 @@ class SparseParams(ctypes.Structure):
         ("lse", ctypes.c_void_p),  # float32 [B, Q_LEN, HEADS], contiguous
         ("ws_o", ctypes.c_void_p),  # split partials, see templates/mla/combine.cuh
         ("ws_lse", ctypes.c_void_p),
-        ("counters", ctypes.c_void_p),  # [B * Q_LEN, head groups, combine groups + 1], zero
+        ("counters", ctypes.c_void_p),  # [B * Q_LEN, head groups, 4], zero between launches
         ("scale_log2", ctypes.c_float),  # softmax scale * log2(e)
     ]
 

@@ -88,7 +88,6 @@ class SparseRunner:
             ws_o=ws.partials.data_ptr() if ws else 0,
             ws_lse=ws.partial_lse.data_ptr() if ws else 0,
             counters=ws.counters.data_ptr() if ws else 0,
-            combine_fanin=workspace.combine_fanin(splits),
             scale_log2=scale * LOG2E,
         )
         self._set_planned_strides()
@@ -117,10 +116,12 @@ class SparseRunner:
         check_tensor("q", q, None, kernel.spec.torch_dtype, 4)  # a CUDA tensor: it has a device
         index = q.get_device()
         batch, stream = q.shape[0], current_stream(index)
-        return runners.get(
-            ("sparse", kernel, batch, index, scale, stream),
-            lambda: cls(kernel, batch, torch.device("cuda", index), scale),
-        )
+        key = ("sparse", kernel, batch, index, scale, stream)
+        runner = runners.get(key, stream)
+        if runner is None:
+            made = cls(kernel, batch, torch.device("cuda", index), scale)
+            runner = runners.add(key, made, stream)
+        return runner
 
     def __repr__(self) -> str:
         return (

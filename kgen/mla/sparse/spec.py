@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from kgen.dtypes import DTYPES
 from kgen.mla.sparse import fp8
+from kgen.mla.spec import MAX_SPLITS
 from kgen.params import Params
 
 KV_FORMATS = ("fp8", "bf16")
@@ -78,8 +79,8 @@ class SparseConfig(Params):
 
     heads_per_block: heads one block serves (BLOCK_H, the M dimension of both products), so a
       gathered tile serves them all; padded to m16 tiles.
-    kv_splits: pieces of the top-k list per query token (a launch parameter); the last split of
-      a group to finish merges the partials in the same launch.
+    kv_splits: pieces of the top-k list per query token (a launch parameter), at most MAX_SPLITS;
+      the splits of a group merge their partials in the same launch (templates/mla/combine.cuh).
     block_n: cache rows gathered per tile (BLOCK_T), a multiple of 16.
     smem_stages: tiles in the cp.async pipeline: 16-bit tiles for a bf16 cache, raw fp8 tiles for
       dequant='shared'; dequant='registers' double-buffers the dequantized tile (2).
@@ -104,7 +105,7 @@ class SparseConfig(Params):
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
-        self._require_int("kv_splits", 1, 4096)
+        self._require_int("kv_splits", 1, MAX_SPLITS)
         self._require_int("block_n", 1, 256)
         self._require_int("smem_stages", 1, 8)
         self._require_choice("gather_bytes", GATHER_BYTES)

@@ -211,6 +211,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_attention(con
   const int row_warp = warp / POS_GROUPS, pos_group = warp % POS_GROUPS;
   const bool computes = row_warp < ROW_WARPS;
 
+  if (num_splits > 1) note_started(p, b);
   const Range range = split_range<NUM_THREADS, BLOCK_N>(p, b, split, num_splits);
   const bool poisoned = range.poisoned;
   const int prefix = range.prefix, begin = range.begin, end = range.end;
@@ -398,6 +399,6 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_attention(con
   }
   if (num_splits > 1) {
     __syncthreads();  // q and the KV tiles are no longer read: the combine reuses shared memory
-    finish_split<NUM_THREADS>(p, b, split, num_splits, reinterpret_cast<float*>(smem));
+    finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));
   }
 }

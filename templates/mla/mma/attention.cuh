@@ -61,6 +61,7 @@ static_assert(O_TILES % 2 == 0 && O_TILES * 8 * COL_GROUPS == LATENT_DIM, "colum
 static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 64, "BLOCK_N: a multiple of 16, at most 64");
 static_assert(STAGES >= 2, "the mma path pipelines KV tiles with cp.async");
 static_assert(!QK_AHEAD || STAGES >= 3, "q.K ahead keeps two tiles resident while the next loads");
+static_assert(!SPLIT_REDUCE || COL_GROUPS > 1, "split reduce sums the partials of several column groups");
 static_assert(MAIN_SMEM == SMEM_BYTES, "shared-memory layout differs from kgen.mla.mma_layout");
 
 // This thread's share of every KV tile: position LOAD_POS (one row, so one block-table entry) and
@@ -185,6 +186,29 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
             make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
 }
 
+// With SPLIT_REDUCE: the warps of a row group sum its partial scores once, a slice each (float2
+// pairs of columns), scaled into log2 units, into column group 0's slot. Every partial is whole
+// (a barrier before); the sums are read after the next one.
+__device__ __forceinline__ void reduce_partials(float* partials, float scale_log2, const Lane& ln) {
+  constexpr int PAIRS = WARP_M * 16 * BLOCK_N / 2, LANES = COL_GROUPS * 32;
+  float* group = partials + ln.rg * WARP_M * 16 * S_STRIDE;
+#pragma unroll
+  for (int k = 0; k < (PAIRS + LANES - 1) / LANES; ++k) {
+    const int idx = ln.cg * 32 + ln.lane + k * LANES;
+    if (PAIRS % LANES == 0 || idx < PAIRS) {
+      float* at = group + (idx / (BLOCK_N / 2)) * S_STRIDE + 2 * (idx % (BLOCK_N / 2));
+      float2 sum = *reinterpret_cast<const float2*>(at);
+#pragma unroll
+      for (int c = 1; c < COL_GROUPS; ++c) {
+        const float2 v = *reinterpret_cast<const float2*>(at + c * (M_TILES * 16 * S_STRIDE));
+        sum.x += v.x;
+        sum.y += v.y;
+      }
+      *reinterpret_cast<float2*>(at) = make_float2(sum.x * scale_log2, sum.y * scale_log2);
+    }
+  }
+}
+
 // Softmax state of this thread's rows: running max m (log2 units) and its share of the sum l.
 struct RowState {
   float m[WARP_M][2], l[WARP_M][2];
@@ -203,6 +227,11 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const float* parti
       for (int h = 0; h < 2; ++h) {
         const float* partial = partials + frag_row(ln.rg, i, h, ln.g) * S_STRIDE + 8 * j + 2 * ln.qd;
         float2 sum = *reinterpret_cast<const float2*>(partial);
+        if constexpr (SPLIT_REDUCE) {  // summed and scaled by reduce_partials
+          s[i][j][2 * h] = sum.x;
+          s[i][j][2 * h + 1] = sum.y;
+          continue;
+        }
 #pragma unroll
         for (int c = 1; c < COL_GROUPS; ++c) {
           const float2 v = *reinterpret_cast<const float2*>(partial + c * (M_TILES * 16 * S_STRIDE));
@@ -349,6 +378,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
 
   const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;
   const Lane ln;
+  if (num_splits > 1) note_started(p, b);
 
   // q: this warp's A fragments of its k steps in registers, or the block's rows in shared memory
   // (padding rows are zeros).
@@ -438,6 +468,10 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       qk_partials(tile, qf, q_s, partials, ln);
       any_bad = __syncthreads_or(scan_tile(tile, start, end, prefix, bad));
     }
+    if constexpr (SPLIT_REDUCE) {
+      reduce_partials(partials, p.scale_log2, ln);
+      __syncthreads();  // every slice summed
+    }
     PFrags pa;
     softmax_tile(p, partials, start, count, prefix, rows, st, o, pa, ln);
     if (any_bad) fold_bad_drafts(tile, start, prefix, bad, partials, rows, pa, o, ln);
@@ -481,6 +515,6 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     }
   if (num_splits > 1) {
     __syncthreads();  // the tiles and scores are no longer read: the combine reuses them
-    finish_split<NUM_THREADS>(p, b, split, num_splits, reinterpret_cast<float*>(smem));
+    finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));
   }
 }
