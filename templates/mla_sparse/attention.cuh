@@ -13,6 +13,12 @@
 // sums the partials of its rows, masks entries whose slot is -1, runs the online softmax in
 // registers and multiplies P by its 512 / COL_GROUPS output columns of V. The running max is
 // raised only by more than RESCALE_THRESHOLD (log2 units), so rescales are rare.
+//
+// fp8 tiles hold the e4m3 values unscaled (gather.cuh). A warp's q.K steps visit the scale groups
+// in order (ks = kk * COL_GROUPS + cg and COL_GROUPS divides 8, so the group is kk * COL_GROUPS / 8
+// whatever cg is): each group's partial scores are summed in their own accumulators and added to
+// the total times their rows' scales. For P.V, P is multiplied by the scales of the group that a
+// warp's output columns belong to. l sums the unscaled P, which the softmax is of.
 
 namespace mla {
 
@@ -38,13 +44,17 @@ constexpr int TILES_OFFSET = STAGES_OFFSET + (FP8_REGISTERS ? 0 : STAGES * STAGE
 constexpr int SCORES_OFFSET = TILES_OFFSET + TILE_BUFFERS * TILE_ELEMS * 2;
 constexpr int SCORE_FLOATS = COL_GROUPS * M_TILES * 16 * S_STRIDE;
 constexpr int SLOTS_OFFSET = SCORES_OFFSET + SCORE_FLOATS * 4;
-constexpr int MAIN_SMEM = SLOTS_OFFSET + SLOT_BUFFERS * BLOCK_N * 4;
+constexpr int SCALES_OFFSET = SLOTS_OFFSET + SLOT_BUFFERS * BLOCK_N * 4;  // fp8: each tile row's scales
+constexpr int SCALE_FLOATS = BLOCK_N * SCALE_GROUPS;
+constexpr int MAIN_SMEM = SCALES_OFFSET + TILE_BUFFERS * SCALE_FLOATS * 4;
+constexpr bool SCALED = KV_FORMAT == KV_FP8;
 
 static_assert(NUM_WARPS % COL_GROUPS == 0 && M_TILES % ROW_GROUPS == 0, "warp grid must tile the rows");
 static_assert(O_TILES % 2 == 0 && O_TILES * 8 * COL_GROUPS == LATENT_DIM, "column groups must split V in n16 pieces");
 static_assert(FP8_REGISTERS ? STAGES == 2 : STAGES >= 2, "gather stages");
 static_assert(KV_FORMAT == KV_FP8 || DEQUANT == DEQUANT_SHARED, "a 16-bit cache needs no dequantization");
 static_assert(MAIN_SMEM == SMEM_BYTES, "shared-memory layout differs from kgen.mla.sparse.layout");
+static_assert(!SCALED || 8 % COL_GROUPS == 0, "fp8: a warp's q.K steps cross scale groups in order");
 
 __device__ __forceinline__ int frag_row(int rg, int i, int h, int g) { return (rg * WARP_M + i) * 16 + g + 8 * h; }
 
@@ -68,17 +78,42 @@ struct RowState {
   float m[WARP_M][2], l[WARP_M][2];
 };
 
+// The scale group of a warp's k step kk (SCALE_GROUPS: the rope dims, unscaled).
+__device__ __forceinline__ constexpr int scale_group(int kk) {
+  return kk * COL_GROUPS * 16 < LATENT_DIM ? kk * COL_GROUPS * 16 / SCALE_GROUP : SCALE_GROUPS;
+}
+
+// fp8: total += acc x (the scale of group g of each of this thread's columns), then acc = 0.
+using Scores = float[WARP_M][N_TILES][4];
+__device__ __forceinline__ void fold_group(Scores& total, Scores& acc, const float* row_scales, int g, const Lane& ln) {
+#pragma unroll
+  for (int j = 0; j < N_TILES; ++j)
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const float s = g < SCALE_GROUPS ? row_scales[(8 * j + 2 * ln.qd + c) * SCALE_GROUPS + g] : 1.f;
+#pragma unroll
+      for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          total[i][j][2 * h + c] = fmaf(acc[i][j][2 * h + c], s, total[i][j][2 * h + c]);
+          acc[i][j][2 * h + c] = 0.f;
+        }
+    }
+}
+
 // 1. This warp's partial scores of a tile (its share of the head dims) into `partials`.
-__device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, const T* q_s, float* partials, const Lane& ln) {
-  float acc[WARP_M][N_TILES][4];
+__device__ __forceinline__ void qk_partials(const T* tile, const float* row_scales, const QFrags& qf, const T* q_s,
+                                            float* partials, const Lane& ln) {
+  Scores acc, total;
 #pragma unroll
   for (int i = 0; i < WARP_M; ++i)
 #pragma unroll
     for (int j = 0; j < N_TILES; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = total[i][j][e] = 0.f;
 #pragma unroll
   for (int kk = 0; kk < WARP_K; ++kk) {
+    if (SCALED && kk > 0 && scale_group(kk) != scale_group(kk - 1)) fold_group(total, acc, row_scales, scale_group(kk - 1), ln);
     const int ks = kk * COL_GROUPS + ln.cg;
     if (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS) {
       unsigned a[WARP_M][4];
@@ -103,6 +138,8 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
       }
     }
   }
+  if constexpr (SCALED) fold_group(total, acc, row_scales, scale_group(WARP_K - 1), ln);
+  const Scores& sums = SCALED ? total : acc;
   float* mine = partials + ln.cg * (M_TILES * 16 * S_STRIDE);
 #pragma unroll
   for (int i = 0; i < WARP_M; ++i)
@@ -111,7 +148,7 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
 #pragma unroll
       for (int h = 0; h < 2; ++h)
         *reinterpret_cast<float2*>(mine + frag_row(ln.rg, i, h, ln.g) * S_STRIDE + 8 * j + 2 * ln.qd) =
-            make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+            make_float2(sums[i][j][2 * h], sums[i][j][2 * h + 1]);
 }
 
 // 2. Whole scores of this warp's rows from the partials; entries with slot -1 and padding rows
@@ -184,32 +221,62 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const float* parti
   }
 }
 
-// 3. O += P.V over this warp's output columns.
-__device__ __forceinline__ void pv_tile(const T* tile, const PFrags& pa, Accum& o, const Lane& ln) {
+// fp8: P's A fragment of k step kk times the group-g scales of its positions (16 kk + 2 qd + {0,
+// 1, 8, 9}).
+__device__ __forceinline__ void scale_p(const unsigned (&p)[4], unsigned (&scaled)[4], const float* row_scales, int kk,
+                                        int g, const Lane& ln) {
 #pragma unroll
-  for (int kk = 0; kk < PV_STEPS; ++kk)
+  for (int half = 0; half < 2; ++half) {  // positions 16 kk + 2 qd (+ 8)
+    const int n = 16 * kk + 2 * ln.qd + 8 * half;
+    const float s0 = row_scales[n * SCALE_GROUPS + g], s1 = row_scales[(n + 1) * SCALE_GROUPS + g];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {  // rows g and g + 8
+      const float2 x = Mma::unpack(p[2 * half + r]);
+      scaled[2 * half + r] = Mma::pack(x.x * s0, x.y * s1);
+    }
+  }
+}
+
+// 3. O += P.V over this warp's output columns (fp8: P scaled per scale group of the columns).
+__device__ __forceinline__ void pv_tile(const T* tile, const float* row_scales, const PFrags& pa, Accum& o, const Lane& ln) {
+#pragma unroll
+  for (int kk = 0; kk < PV_STEPS; ++kk) {
+    unsigned ps[WARP_M][4];
 #pragma unroll
     for (int j = 0; j < O_TILES; j += 2) {
+      if (j % 16 == 0) {  // (a warp's first column and every 128th after it start a scale group)
+#pragma unroll
+        for (int i = 0; i < WARP_M; ++i) {
+          if constexpr (SCALED) {
+            scale_p(pa[i][kk], ps[i], row_scales, kk, (ln.cg * O_TILES + j) * 8 / SCALE_GROUP, ln);
+          } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) ps[i][e] = pa[i][kk][e];
+          }
+        }
+      }
       unsigned v[4];
       kgen::ldmatrix_x4_trans(v, tile + (16 * kk + ln.lane % 8 + ((ln.lane / 8) % 2) * 8) * ROW_ELEMS +
                                      ((ln.cg * O_TILES + j) + ln.lane / 16) * 8);
 #pragma unroll
       for (int i = 0; i < WARP_M; ++i) {
-        Mma::mma(o[i][j], pa[i][kk], v[0], v[1]);
-        Mma::mma(o[i][j + 1], pa[i][kk], v[2], v[3]);
+        Mma::mma(o[i][j], ps[i], v[0], v[1]);
+        Mma::mma(o[i][j + 1], ps[i], v[2], v[3]);
       }
     }
+  }
 }
 
 // One gathered 16-bit tile through q.K, softmax and P.V (one barrier between the partial scores
 // and their sums; the caller's barrier before it makes the tile and its slots visible).
-__device__ __forceinline__ void attend_tile(const Params& p, const T* tile, const int* slots_s, const QFrags& qf,
-                                            const T* q_s, float* scores, RowState& st, Accum& o, const Lane& ln) {
-  qk_partials(tile, qf, q_s, scores, ln);
+__device__ __forceinline__ void attend_tile(const Params& p, const T* tile, const float* row_scales, const int* slots_s,
+                                            const QFrags& qf, const T* q_s, float* scores, RowState& st, Accum& o,
+                                            const Lane& ln) {
+  qk_partials(tile, row_scales, qf, q_s, scores, ln);
   __syncthreads();
   PFrags pa;
   softmax_tile(p, scores, slots_s, st, o, pa, ln);
-  pv_tile(tile, pa, o, ln);
+  pv_tile(tile, row_scales, pa, o, ln);
 }
 
 }  // namespace mla
@@ -222,6 +289,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
   T* tiles = reinterpret_cast<T*>(smem + TILES_OFFSET);
   float* scores = reinterpret_cast<float*>(smem + SCORES_OFFSET);
   int* slots_s = reinterpret_cast<int*>(smem + SLOTS_OFFSET);
+  float* scales_s = reinterpret_cast<float*>(smem + SCALES_OFFSET);  // fp8: per dequantized tile
 
   const int split = blockIdx.x, num_splits = gridDim.x, bt = blockIdx.z;
   const Lane ln;
@@ -281,13 +349,14 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
     for (int it = 0; it < num_tiles; ++it) {
       T* tile = tiles + (it % 2) * TILE_ELEMS;
       int* tile_slots = slots_s + (it % 2) * BLOCK_N;
-      held.store(tile);
+      float* tile_scales = scales_s + (it % 2) * SCALE_FLOATS;
+      held.store(tile, tile_scales);
       if (slot_writer) tile_slots[load_row()] = slot;
       __syncthreads();  // tile it stored for all; scores free
       slot = next_slot;
       if (it + 1 < num_tiles) held.load(p, slot);
       next_slot = fetch_slot(slots, begin + (it + 2) * BLOCK_N, end);
-      attend_tile(p, tile, tile_slots, qf, q_s, scores, st, o, ln);
+      attend_tile(p, tile, tile_scales, tile_slots, qf, q_s, scores, st, o, ln);
     }
   } else {
     {
@@ -316,13 +385,13 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
       slot = fetch_slot(slots, begin + (next + 1) * BLOCK_N, end);  // used an iteration from now
       const T* tile;
       if constexpr (KV_FORMAT == KV_FP8) {
-        dequantize_stage(stages + stage * STAGE_BYTES, tiles);
+        dequantize_stage(stages + stage * STAGE_BYTES, tiles, scales_s);
         __syncthreads();  // the 16-bit tile is whole
         tile = tiles;
       } else {
         tile = reinterpret_cast<const T*>(stages + stage * STAGE_BYTES);
       }
-      attend_tile(p, tile, slots_s + stage * BLOCK_N, qf, q_s, scores, st, o, ln);
+      attend_tile(p, tile, scales_s, slots_s + stage * BLOCK_N, qf, q_s, scores, st, o, ln);
     }
     kgen::cp_async_wait<0>();
   }

@@ -1,6 +1,13 @@
 // Gathering BLOCK_N cache rows by slot into shared memory, and turning fp8 rows into the 16-bit
 // rows ldmatrix reads.
 //
+// An e4m3 value is exact in float16 and bfloat16 (3 mantissa bits, exponents 2^-9 to 2^8), so the
+// 16-bit tile holds the fp8 values exactly, unscaled, and each row's 4 float32 scales go beside it
+// (row_scales: BLOCK_N x 4 floats). The scales are applied in float32 where the products are
+// formed: per scale group of the partial scores, and to P before P.V (kernel). Rounding e4m3 x
+// scale to 16 bits instead would cost a relative 2^-9 on every score, which huge logits turn into
+// an lse error far over the tolerance.
+//
 // A 16-bit tile row is the cached row (576 values) padded to an odd number of 16-byte chunks, so
 // ldmatrix's eight row addresses hit distinct banks. An fp8 cache row (kgen.mla.sparse.fp8) is
 // 656 bytes: 512 e4m3 values, 4 float32 scales (one per 128 values), 64 bf16 rope values.
@@ -77,16 +84,18 @@ __device__ __forceinline__ void gather_row(const Params& p, int slot, unsigned c
   }
 }
 
-// Two e4m3 values (low byte first) times `scale`, as a packed pair of T.
-__device__ __forceinline__ unsigned dequant_pair(unsigned short pair, float scale) {
+constexpr int SCALE_GROUPS = LATENT_DIM / SCALE_GROUP;  // 4 scales per row; rope has none
+
+// Two e4m3 values (low byte first) as a packed pair of T, exactly.
+__device__ __forceinline__ unsigned widen_pair(unsigned short pair) {
   const __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(pair), __NV_E4M3);
   const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&raw));
-  return Mma::pack(f.x * scale, f.y * scale);
+  return Mma::pack(f.x, f.y);
 }
 
-// Four e4m3 values (one 32-bit word) times `scale`, as two packed pairs of T.
-__device__ __forceinline__ uint2 dequant_quad(unsigned word, float scale) {
-  return make_uint2(dequant_pair(word & 0xffffu, scale), dequant_pair(word >> 16, scale));
+// Four e4m3 values (one 32-bit word) as two packed pairs of T, exactly.
+__device__ __forceinline__ uint2 widen_quad(unsigned word) {
+  return make_uint2(widen_pair(word & 0xffffu), widen_pair(word >> 16));
 }
 
 // The fp8 cache keeps rope in bfloat16 whatever q's dtype: two rope values (one 32-bit word, low
@@ -109,17 +118,20 @@ __device__ __forceinline__ W rope_words(W w) {
   return w;
 }
 
-// dequant='shared': a stage of raw fp8 rows -> the 16-bit tile, block-wide.
-__device__ __forceinline__ void dequantize_stage(const unsigned char* stage, T* tile) {
+// dequant='shared': a stage of raw fp8 rows -> the 16-bit tile and its rows' scales, block-wide.
+__device__ __forceinline__ void dequantize_stage(const unsigned char* stage, T* tile, float* row_scales) {
   constexpr int LATENT_CHUNKS = LATENT_DIM / 8;  // 8 e4m3 values -> one 16-byte chunk
+  if (threadIdx.x < BLOCK_N) {
+    *reinterpret_cast<float4*>(row_scales + threadIdx.x * SCALE_GROUPS) =
+        *reinterpret_cast<const float4*>(stage + threadIdx.x * FP8_ROW_BYTES + FP8_SCALES);
+  }
   for (int idx = threadIdx.x; idx < BLOCK_N * CHUNKS; idx += NUM_THREADS) {
     const int n = idx / CHUNKS, c = idx % CHUNKS;
     const unsigned char* row = stage + n * FP8_ROW_BYTES;
     uint4 v;
     if (c < LATENT_CHUNKS) {
       const uint2 w = *reinterpret_cast<const uint2*>(row + c * 8);
-      const float scale = *reinterpret_cast<const float*>(row + FP8_SCALES + (c * 8 / SCALE_GROUP) * 4);
-      const uint2 lo = dequant_quad(w.x, scale), hi = dequant_quad(w.y, scale);
+      const uint2 lo = widen_quad(w.x), hi = widen_quad(w.y);
       v = make_uint4(lo.x, lo.y, hi.x, hi.y);
     } else {
       v = rope_words(*reinterpret_cast<const uint4*>(row + FP8_ROPE + (c - LATENT_CHUNKS) * 16));
@@ -129,8 +141,8 @@ __device__ __forceinline__ void dequantize_stage(const unsigned char* stage, T* 
 }
 
 // dequant='registers': this thread's pieces of its row held in registers between the global loads
-// and the store of their 16-bit values (a tile ahead of the compute that reads them). Latent pieces
-// carry their scale; the scale bytes themselves are not copied.
+// and the store of their 16-bit values (a tile ahead of the compute that reads them). A latent
+// piece carries its group's scale; the first piece of a group stores it into row_scales.
 struct HeldRow {
   static constexpr int LATENT_PIECES = LATENT_DIM / GATHER_BYTES;
   static constexpr int PIECES = LATENT_PIECES + ROPE_DIM * 2 / GATHER_BYTES;
@@ -157,7 +169,7 @@ struct HeldRow {
     }
   }
 
-  __device__ __forceinline__ void store(T* tile) const {
+  __device__ __forceinline__ void store(T* tile, float* row_scales) const {
     T* dst = tile + load_row() * ROW_ELEMS;
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
@@ -167,7 +179,9 @@ struct HeldRow {
       if (piece < LATENT_PIECES) {  // GATHER_BYTES e4m3 values -> 2 * GATHER_BYTES bytes of T
 #pragma unroll
         for (int k = 0; k < GATHER_BYTES / 4; ++k)
-          *reinterpret_cast<uint2*>(dst + piece * GATHER_BYTES + 4 * k) = dequant_quad(w[k], scales[j]);
+          *reinterpret_cast<uint2*>(dst + piece * GATHER_BYTES + 4 * k) = widen_quad(w[k]);
+        if (piece * GATHER_BYTES % SCALE_GROUP == 0)
+          row_scales[load_row() * SCALE_GROUPS + piece * GATHER_BYTES / SCALE_GROUP] = scales[j];
       } else {
         *reinterpret_cast<Word*>(dst + LATENT_DIM + (piece - LATENT_PIECES) * GATHER_BYTES / 2) = rope_words(words[j]);
       }

@@ -40,13 +40,19 @@ class SparseLayout:
     tile_bytes: int  # dequantized 16-bit tiles (fp8 only)
     score_bytes: int
     slot_bytes: int  # the cache slot of every row of every stage (-1: masked)
+    scale_bytes: int  # fp8: the 4 float32 scales of every row of every dequantized tile
     gather_items: int  # gather instructions per thread per tile
     registers_estimate: int
 
     @property
     def main_smem(self) -> int:
         return (
-            self.q_bytes + self.stage_bytes + self.tile_bytes + self.score_bytes + self.slot_bytes
+            self.q_bytes
+            + self.stage_bytes
+            + self.tile_bytes
+            + self.score_bytes
+            + self.slot_bytes
+            + self.scale_bytes
         )
 
     @property
@@ -89,6 +95,11 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
     n8_tiles = spec.latent_dim // 8
     if n8_tiles % (2 * cols):
         refuse("col_groups", f"must split the {spec.latent_dim} output columns into n16 pieces")
+    if fp8_cache and 8 % cols:
+        refuse(
+            "col_groups",
+            "an fp8 cache takes 1, 2, 4 or 8: a warp's q.K steps must meet its scale groups in order",
+        )
     rows = config.heads_per_block
     m_tiles = math.ceil(rows / 16)
     row_groups = config.num_warps // cols
@@ -115,7 +126,8 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
     s_stride = block_n + (24 - block_n % 16) % 16
     score_bytes = cols * m_tiles * 16 * s_stride * 4
     slot_bytes = max(config.smem_stages, 2) * block_n * 4
-    smem = q_bytes + stage_bytes + tile_bytes + score_bytes + slot_bytes
+    scale_bytes = (tile_bytes // tile_row_bytes) * fp8.GROUPS * 4  # per dequantized tile row
+    smem = q_bytes + stage_bytes + tile_bytes + score_bytes + slot_bytes + scale_bytes
     if max(smem, combine_smem(threads)) > arch.smem_per_block:
         refuse(
             "heads_per_block" if q_bytes > stage_bytes + tile_bytes else "smem_stages",
@@ -161,6 +173,7 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
         tile_bytes=tile_bytes,
         score_bytes=score_bytes,
         slot_bytes=slot_bytes,
+        scale_bytes=scale_bytes,
         gather_items=gather_items,
         registers_estimate=registers,
     )
