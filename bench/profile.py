@@ -1,6 +1,7 @@
 """One launch per (case, config) for Nsight Compute: the FMA path's best config before and the
 shipped tensor-core config after, on the grid cases furthest from their targets; or, given case
-names, only the config each of them gets (bench/stalls.sh).
+names, only the config each of them gets (bench/stalls.sh); `CASE:field=value,...` overrides fields
+of that config (e.g. `kimi-tp1-decode-64k:heads_per_block=64,num_warps=16,kv_splits=132`).
 
     python3 bench/profile.py --compile [CASE ...]   # build the kernels first (in parallel, no ncu)
     ncu --clock-control none -k regex:mla_attention --section SpeedOfLight \\
@@ -10,6 +11,7 @@ names, only the config each of them gets (bench/stalls.sh).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -37,10 +39,13 @@ def variants(names: list[str]):
     grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json", "dense")}
     index = torch.cuda.current_device()
     for name in names or BEFORE:
+        name, _, overrides = name.partition(":")
         case = grid[name]
         if not names:
             yield case, "before", BEFORE[name]
-        yield case, "after", choose_config(case.spec, case.batch, case.max_len, index)
+        config = choose_config(case.spec, case.batch, case.max_len, index)
+        fields = dict(item.split("=") for item in overrides.split(",") if item)
+        yield case, "after", dataclasses.replace(config, **{k: int(v) for k, v in fields.items()})
 
 
 def main() -> int:

@@ -29,19 +29,59 @@ def config_of(row: dict) -> Config:
     return Config.from_dict({k: v if k == "compute" else int(v) for k, v in fields.items()})
 
 
+_NAME_FIELDS = {
+    "hb": "heads_per_block",
+    "v": "vec_width",
+    "st": "smem_stages",
+    "w": "num_warps",
+    "n": "block_n",
+    "c": "col_groups",
+    "mb": "min_blocks",
+}
+_NAME_FLAGS = {"qa": "qk_ahead", "sr": "split_reduce", "ss": "split_softmax"}
+
+
+def config_named(name: str, kv_splits: int) -> Config:
+    """The Config whose short_name() is `name`, with kv_splits."""
+    fields: dict = {"kv_splits": kv_splits}
+    for token in name.split("_"):
+        if token in ("fma", "mma"):
+            fields["compute"] = token
+        elif token in _NAME_FLAGS:
+            fields[_NAME_FLAGS[token]] = 1
+        else:
+            key = token.rstrip("0123456789")
+            fields[_NAME_FIELDS[key]] = int(token[len(key) :])
+    config = Config.from_dict(fields)
+    assert config.short_name() == name, (name, config.short_name())
+    return config
+
+
+def entry_rows(entry: dict) -> list[dict]:
+    """An entry's trials as results.csv rows (config fields, median_us)."""
+    return [
+        {"case": entry["case"], "median_us": us, **config_named(name, splits).to_dict()}
+        for name, splits, us in entry["trials"]
+    ]
+
+
 def main() -> int:
-    with open(sys.argv[1]) as f:
-        rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
-    path = Path(sys.argv[2])
+    *csv_path, db_path = sys.argv[1:]
+    rows = None
+    if csv_path:
+        with open(csv_path[0]) as f:
+            rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
+    path = Path(db_path)
     db = json.loads(path.read_text())
     for entry in db["entries"].values():
-        if entry.get("family", "dense") != "dense":
-            continue  # results.csv rows carry dense Config fields only
+        if "case" not in entry or entry.get("family", "dense") != "dense":
+            continue  # trials and results.csv rows carry dense Config fields only
         spec, current = Spec.from_dict(entry["spec"]), Config.from_dict(entry["config"])
         if spill_free(spec, current):
             continue
         trials = sorted(
-            (r for r in rows if r["case"] == entry["case"]), key=lambda r: float(r["median_us"])
+            (r for r in rows or entry_rows(entry) if r["case"] == entry["case"]),
+            key=lambda r: float(r["median_us"]),
         )
         for row in trials:
             config = config_of(row)

@@ -10,21 +10,22 @@ partial -> the result).
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from cuda.bindings import driver  # noqa: E402
+from time_shipped import shipped_configs  # noqa: E402
 
 import kgen.mla.kernel as kernel_module  # noqa: E402
 from kgen.launch import check, load_module  # noqa: E402
-from kgen.mla import Config, build  # noqa: E402
+from kgen.mla import build  # noqa: E402
 from kgen.mla.workload import make_workload  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 
@@ -50,7 +51,7 @@ __device__ __forceinline__ void kgen_stamp(int k) {{
   }}
 }}
 """
-COMBINE_EDITS = (  # inside the fused combine (templates/mla/combine.cuh), where present
+COMBINE_EDITS = (  # inside the fused combine (templates/mla/combine.cuh)
     (
         "  const int role = shared[0], earlier_helpers = shared[1];\n",
         "  const int role = shared[0], earlier_helpers = shared[1];\n  kgen_stamp(6);\n",
@@ -85,10 +86,7 @@ def traced(program):
     source = program.source
     anchor, new = EDITS[0]
     source = source.replace(anchor, new, 1)  # kgen_stamp defined before its first use
-    for anchor, new in COMBINE_EDITS:
-        if source.count(anchor) == 1:
-            source = source.replace(anchor, new)
-    for anchor, new in EDITS[1:]:
+    for anchor, new in (*EDITS[1:], *COMBINE_EDITS):
         assert source.count(anchor) == 1, f"trace anchor not found once: {anchor!r}"
         source = source.replace(anchor, new)
     return replace(program, name=program.name + "_trace", source=source)
@@ -96,11 +94,6 @@ def traced(program):
 
 _render = kernel_module.mla_program
 kernel_module.mla_program = lambda *a, **k: traced(_render(*a, **k))
-
-
-def shipped_configs() -> dict[str, Config]:
-    entries = json.loads((Path(__file__).parent.parent / "kgen/tuned/tuning.json").read_text())
-    return {e["case"]: Config(**e["config"]) for e in entries["entries"].values() if "case" in e}
 
 
 def trace_case(case, config):

@@ -8,6 +8,7 @@ the reference: the program compute-sanitizer (memcheck, racecheck) runs on the d
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -288,6 +289,111 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     split_reduce=1,
                 ),
             ),
+            # the softmax split in slices, P shared through shared memory
+            (
+                8,
+                16,
+                "bfloat16",
+                64,
+                "tree",
+                dict(
+                    heads_per_block=4,
+                    kv_splits=3,
+                    smem_stages=3,
+                    block_n=16,
+                    num_warps=16,
+                    col_groups=4,
+                    min_blocks=1,
+                    split_softmax=1,
+                ),
+            ),
+            (
+                64,
+                1,
+                "bfloat16",
+                64,
+                "none",
+                dict(
+                    heads_per_block=32,
+                    kv_splits=7,
+                    smem_stages=2,
+                    block_n=32,
+                    num_warps=8,
+                    col_groups=4,
+                    min_blocks=1,
+                    split_softmax=1,
+                ),
+            ),
+            (
+                6,
+                5,
+                "float16",
+                1,
+                "causal",
+                dict(
+                    heads_per_block=3,
+                    kv_splits=2,
+                    smem_stages=3,
+                    block_n=16,
+                    num_warps=4,
+                    col_groups=4,
+                    qk_ahead=1,
+                    split_softmax=1,
+                ),
+            ),
+            # 16 warps of 8 column groups (two row groups: the split softmax's barriers are the
+            # groups' own), and the split reduce over two row groups
+            (
+                64,
+                1,
+                "bfloat16",
+                64,
+                "none",
+                dict(
+                    heads_per_block=32,
+                    kv_splits=5,
+                    smem_stages=4,
+                    block_n=16,
+                    num_warps=16,
+                    col_groups=8,
+                    min_blocks=1,
+                    split_softmax=1,
+                ),
+            ),
+            (
+                8,
+                16,
+                "bfloat16",
+                16,
+                "tree",
+                dict(
+                    heads_per_block=2,
+                    kv_splits=3,
+                    smem_stages=3,
+                    block_n=16,
+                    num_warps=16,
+                    col_groups=8,
+                    min_blocks=1,
+                    split_softmax=1,
+                ),
+            ),
+            (
+                6,
+                5,
+                "float16",
+                1,
+                "causal",
+                dict(
+                    heads_per_block=6,
+                    kv_splits=2,
+                    smem_stages=3,
+                    block_n=16,
+                    num_warps=8,
+                    col_groups=4,
+                    qk_ahead=1,
+                    split_reduce=1,
+                ),
+            ),
             # wide merges: 132 and 300 splits (pieces of one row cut into column chunks)
             (
                 8,
@@ -311,7 +417,10 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
 
 
 def main() -> int:
+    pattern = re.compile(sys.argv[1] if len(sys.argv) > 1 else "")  # of "spec config" names
     for spec, config in SAMPLE:
+        if not pattern.search(f"{spec.short_name()} {config.short_name()}"):
+            continue
         w = make_workload(spec, [spec.q_len, spec.q_len + 77, spec.q_len + 300], seed=7)
         if spec.mask == "tree" and config.compute == MMA:
             # a draft position whose V is NaN: the tensor-core path's scan + scalar fold runs too

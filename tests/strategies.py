@@ -41,6 +41,7 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
     compute = draw(st.sampled_from(computes if spec.dtype != "float32" else ("fma",)))
     if compute == "mma":
         warps = draw(st.sampled_from([1, 2, 4, 8]))
+        split_reduce = draw(st.sampled_from([0, 1])) if warps > 1 else 0
         return Config(
             heads_per_block=draw(st.sampled_from(divisors(spec.heads))),
             kv_splits=draw(st.sampled_from(SPLITS)),
@@ -52,7 +53,8 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
             col_groups=draw(st.sampled_from([c for c in (1, 2, 4, 8) if c <= warps])),
             min_blocks=draw(st.sampled_from([0, 1, 2])),
             qk_ahead=draw(st.sampled_from([0, 1])),
-            split_reduce=draw(st.sampled_from([0, 1])) if warps > 1 else 0,
+            split_reduce=split_reduce,
+            split_softmax=draw(st.sampled_from([0, 1])) if warps > 1 and not split_reduce else 0,
         )
     stages = draw(st.integers(0, 3))
     return Config(

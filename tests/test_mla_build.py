@@ -110,6 +110,25 @@ def compiler_disabled():
             "split_reduce",
             "col_groups > 1",
         ),
+        (Spec(heads=8), Config(split_softmax=1), "split_softmax", "'mma' only"),
+        (
+            Spec(heads=8),
+            replace(MMA, col_groups=1, split_softmax=1),
+            "split_softmax",
+            "col_groups > 1",
+        ),
+        (
+            Spec(heads=8),
+            replace(MMA, split_reduce=1, split_softmax=1),
+            "split_reduce",
+            "must be 0 with split_softmax",
+        ),
+        (
+            Spec(heads=8),
+            replace(MMA, num_warps=8, block_n=48, split_softmax=1),
+            "block_n",
+            "16, 32 or 64",
+        ),
     ],
 )
 def test_refusals_name_field_and_reason(spec, config, field, reason):

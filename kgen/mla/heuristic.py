@@ -33,11 +33,11 @@ def _divisors_descending(n: int) -> list[int]:
 
 
 def _mma_candidates(spec: Spec, batch: int, sm_count: int):
-    """From the H200 sweep (bench/RESULTS.md, 2026-11-30): up to two m16 tiles of rows per block
+    """From the H200 sweeps (bench/RESULTS.md, 2026-11-30): up to two m16 tiles of rows per block
     (the most heads that give at most 32 rows). Two tiles: 8 warps, 2 row groups x 4 column
-    groups, 32-position tiles two deep. One tile: 4 warps with a quarter of the output columns
-    each, 16-position tiles three deep; but when there are few blocks before splitting (batch 1),
-    8 warps with an eighth each and 32-position tiles (more warps per block).
+    groups, 32-position tiles two deep, the softmax split between the column groups. One tile: 4
+    warps with a quarter of the output columns each, 16-position tiles three deep; when there are
+    few blocks before splitting (batch 1), with the softmax split too.
     Shallower pipelines follow, so that two blocks can share an SM where shared memory is short
     (sm_120: 100 KB per SM). Registers as needed (min_blocks 1): no spills."""
     for hpb in _divisors_descending(spec.heads):
@@ -46,12 +46,12 @@ def _mma_candidates(spec: Spec, batch: int, sm_count: int):
             continue
         few_blocks = batch * (spec.heads // hpb) * FEW_BLOCKS_PER_SM < sm_count
         if m_tiles == 2:
-            shapes = [(8, 4, 2, 32), (8, 4, 3, 16), (8, 4, 2, 16)]
+            shapes = [(8, 4, 2, 32, 1), (8, 4, 3, 16, 1), (8, 4, 2, 16, 1)]
         elif few_blocks:
-            shapes = [(8, 8, 2, 32), (8, 8, 3, 16), (4, 4, 2, 16)]
+            shapes = [(4, 4, 3, 16, 1), (8, 8, 2, 32, 1), (4, 4, 2, 16, 1)]
         else:
-            shapes = [(4, 4, 3, 16), (4, 4, 2, 16)]
-        for warps, cols, stages, block_n in shapes:
+            shapes = [(4, 4, 3, 16, 0), (4, 4, 2, 16, 0)]
+        for warps, cols, stages, block_n, split_softmax in shapes:
             yield Config(
                 heads_per_block=hpb,
                 vec_width=16 // spec.elem_bytes,
@@ -61,6 +61,7 @@ def _mma_candidates(spec: Spec, batch: int, sm_count: int):
                 compute="mma",
                 col_groups=cols,
                 min_blocks=1,
+                split_softmax=split_softmax,
             )
 
 

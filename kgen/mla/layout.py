@@ -15,16 +15,14 @@ from kgen.params import ParamError
 
 CP_ASYNC_BYTES = (4, 8, 16)
 MAX_LOAD_BYTES = 16
+REGISTER_OVERHEAD = 32  # indices, pointers, loop state: an allowance
+Q_REGISTER_BUDGET = 96  # beyond this many registers of q per thread, q is read from shared memory
 
 
 def combine_smem(threads: int) -> int:
     """Shared memory the fused split-KV combine reuses (templates/mla/combine.cuh): MAX_SPLITS
     float weights, a float4 per thread, three ints."""
     return MAX_SPLITS * 4 + 16 * threads + 16
-
-
-REGISTER_OVERHEAD = 32  # indices, pointers, loop state: an allowance
-Q_REGISTER_BUDGET = 96  # beyond this many registers of q per thread, q is read from shared memory
 
 
 class ConfigError(ParamError):
@@ -99,6 +97,8 @@ def plan_fma(spec: Spec, config: Config, arch: Arch) -> Layout:
         refuse("qk_ahead", "applies to compute='mma' only; the FMA path takes 0")
     if config.split_reduce:
         refuse("split_reduce", "applies to compute='mma' only; the FMA path takes 0")
+    if config.split_softmax:
+        refuse("split_softmax", "applies to compute='mma' only; the FMA path takes 0")
     if spec.heads % config.heads_per_block:
         refuse("heads_per_block", f"must divide heads={spec.heads}")
     if vec * esize > MAX_LOAD_BYTES:

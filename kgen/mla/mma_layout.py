@@ -79,6 +79,14 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         refuse(
             "split_reduce", "needs col_groups > 1: one column group has no partial scores to sum"
         )
+    if config.split_softmax and config.col_groups == 1:
+        refuse("split_softmax", "needs col_groups > 1: one column group has no softmax to share")
+    if config.split_softmax and config.split_reduce:
+        refuse(
+            "split_reduce", "must be 0 with split_softmax, which sums the partials in its slices"
+        )
+    if config.split_softmax and 32 % (config.block_n // 2):
+        refuse("block_n", "split_softmax keeps a row's position pairs in one warp: 16, 32 or 64")
     if config.qk_ahead and config.smem_stages < 3:
         refuse(
             "smem_stages",
@@ -120,6 +128,8 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     stage_bytes = config.smem_stages * config.block_n * row_bytes
     s_stride = config.block_n + (24 - config.block_n % 16) % 16
     score_bytes = (2 if config.qk_ahead else 1) * cols * m_tiles * 16 * s_stride * 4
+    if config.split_softmax:  # 16-bit P, then a rescale factor (later m) and l per row
+        score_bytes += m_tiles * 16 * ((config.block_n + 8) * 2 + 2 * 4)
     smem = q_bytes + stage_bytes + score_bytes + 16
     if max(smem, combine_smem(threads)) > arch.smem_per_block:
         refuse(
@@ -133,7 +143,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     registers = (
         warp_m * o_tiles * 4  # the output accumulator
         + (2 if config.qk_ahead else 1) * warp_m * n_tiles * 4  # scores (and the next tile's)
-        + warp_m * (config.block_n // 16) * 4  # P fragments
+        + warp_m * (4 if config.split_softmax else (config.block_n // 16) * 4)  # P fragments
         + (q_registers if q_in_registers else warp_m * 4)  # q fragments
         + 4  # K/V fragments
         + warp_m * 8  # row states and draft bits

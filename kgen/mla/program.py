@@ -95,6 +95,7 @@ def template_values(spec: Spec, config: Config, layout: Layout | MMALayout) -> d
             "min_blocks": config.min_blocks,
             "qk_ahead": bool(config.qk_ahead),
             "split_reduce": bool(config.split_reduce),
+            "split_softmax": bool(config.split_softmax),
             "q_in_registers": layout.q_in_registers,
             "smem_bytes": layout.main_smem,
         }

@@ -94,6 +94,10 @@ class Config(Params):
     split_reduce: mma only: 1 splits the sum of the column groups' partial scores between the
       warps of a row group (each sums a slice once, one more barrier) instead of every warp summing
       all of them for its rows; needs col_groups > 1.
+    split_softmax: mma only: 1 splits the whole softmax of a tile between the warps of a row group
+      (each sums, masks and exponentiates a slice of the scores once) and shares P through shared
+      memory, instead of every warp computing the softmax of all its rows' scores; needs
+      col_groups > 1, excludes split_reduce (it sums the partials in its slices already).
     """
 
     heads_per_block: int = 1
@@ -107,6 +111,7 @@ class Config(Params):
     min_blocks: int = 0
     qk_ahead: int = 0
     split_reduce: int = 0
+    split_softmax: int = 0
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
@@ -126,6 +131,7 @@ class Config(Params):
         self._require_int("min_blocks", 0, 32)
         self._require_int("qk_ahead", 0, 1)
         self._require_int("split_reduce", 0, 1)
+        self._require_int("split_softmax", 0, 1)
 
     def short_name(self) -> str:
         name = (
@@ -137,4 +143,5 @@ class Config(Params):
         blocks = f"_mb{self.min_blocks}" if self.min_blocks else ""
         ahead = "_qa" if self.qk_ahead else ""
         reduce = "_sr" if self.split_reduce else ""
-        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{reduce}"
+        softmax = "_ss" if self.split_softmax else ""
+        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{reduce}{softmax}"

@@ -68,6 +68,14 @@ def add_sweep_parser(commands) -> None:
         help="mma axis values: 1 = the column groups' partial scores summed once, a slice per warp",
     )
     p.add_argument(
+        "--split-softmax",
+        type=int,
+        nargs="+",
+        default=[0, 1],
+        help="mma axis values: 1 = each tile's softmax split in slices between a row group's "
+        "warps, P shared through shared memory",
+    )
+    p.add_argument(
         "--mma-tiles",
         nargs="+",
         default=None,
@@ -161,6 +169,7 @@ def _run(args) -> int:
         min_blocks=tuple(args.min_blocks),
         qk_ahead=tuple(args.qk_ahead),
         split_reduce=tuple(args.split_reduce),
+        split_softmax=tuple(args.split_softmax),
         **({"mma_stage_tiles": _tiles(args.mma_tiles)} if args.mma_tiles else {}),
     )
     sparse_axes = SparseAxes(

@@ -111,9 +111,10 @@ def write_csv(report: dict, path: Path) -> None:
 
 
 def config_name(c: dict, splits: bool = True) -> str:
-    """hb8 s16 v8 st2 w4 n32 [mma c4 [mb1] [qa]]: heads_per_block, kv_splits, vec_width, stages,
-    warps, block_n [, tensor-core path with col_groups [, min_blocks] [and q.K ahead]]. A sparse
-    config: hb16 s4 n16 st3 g16 w4 c4 sha|reg [mb1] (gather_bytes, where fp8 is dequantized)."""
+    """hb8 s16 v8 st2 w4 n32 [mma c4 [mb1] [qa] [sr] [ss]]: heads_per_block, kv_splits, vec_width,
+    stages, warps, block_n [, tensor-core path with col_groups [, min_blocks] [, q.K ahead]
+    [, split reduce] [, split softmax]]. A sparse config: hb16 s4 n16 st3 g16 w4 c4 sha|reg [mb1]
+    (gather_bytes, where fp8 is dequantized)."""
     split = f" s{c['kv_splits']}" if splits else ""
     if "dequant" in c:
         return (
@@ -126,6 +127,7 @@ def config_name(c: dict, splits: bool = True) -> str:
         mma = f" mma c{c['col_groups']}" + (f" mb{c['min_blocks']}" if c.get("min_blocks") else "")
         mma += " qa" if c.get("qk_ahead") else ""
         mma += " sr" if c.get("split_reduce") else ""
+        mma += " ss" if c.get("split_softmax") else ""
     return (
         f"hb{c['heads_per_block']}{split} v{c['vec_width']} st{c['smem_stages']} "
         f"w{c['num_warps']} n{c['block_n']}{mma}"

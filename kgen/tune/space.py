@@ -35,6 +35,7 @@ class Axes:
     min_blocks: tuple[int, ...] = (0, 1)
     qk_ahead: tuple[int, ...] = (0, 1)
     split_reduce: tuple[int, ...] = (0,)
+    split_softmax: tuple[int, ...] = (0, 1)
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                 min_blocks=b,
                 qk_ahead=a,
                 split_reduce=r,
+                split_softmax=f,
             )
             for h in hpbs
             for w in axes.num_warps
@@ -137,6 +139,8 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
             if st >= 3 or not a
             for r in axes.split_reduce
             if c > 1 or not r
+            for f in axes.split_softmax
+            if (c > 1 and not r) or not f
         ]
     return configs
 

@@ -14,6 +14,14 @@
 // [rows x 512] fp32 accumulator is split over the warps of a row group, and the running max is
 // raised only by more than RESCALE_THRESHOLD (log2 units), keeping p <= 256 and rescales rare.
 //
+// With SPLIT_SOFTMAX, the warps of a row group split the softmax instead: each sums the partials of
+// a slice of the tile's (row, position pair) items, finds each row's tile max with shuffles (a
+// row's pairs sit in consecutive lanes of one warp), writes P to shared memory as 16-bit values
+// and keeps the row sums of its items; every warp then loads its P fragments with ldmatrix. A row
+// whose max rose writes its rescale factor for the warps holding its output columns, which apply
+// it after the barrier (rare: only a rise past RESCALE_THRESHOLD moves the max). So no two warps
+// compute the same exponentials.
+//
 // With QK_AHEAD, q.K^T of tile i + 1 is computed in the same straight-line code as P.V of tile i
 // (after tile i's softmax): the two are independent, so ptxas interleaves their tensor-core
 // instructions and one hides the other's dependency chain, and a tile costs one barrier, not two
@@ -52,7 +60,20 @@ constexpr int SCORE_FLOATS = COL_GROUPS * M_TILES * 16 * S_STRIDE;  // one tile'
 constexpr int SCORE_BUFFERS = QK_AHEAD ? 2 : 1;
 constexpr int SCORES_OFFSET = TILES_OFFSET + STAGES * TILE_ELEMS * 2;
 constexpr int BAD_OFFSET = SCORES_OFFSET + SCORE_BUFFERS * SCORE_FLOATS * 4;
-constexpr int MAIN_SMEM = BAD_OFFSET + 16;  // two 64-bit masks of non-finite draft V rows
+constexpr int P_STRIDE = BLOCK_N + 8;  // 16-bit P rows: ldmatrix rows on distinct banks
+constexpr int P_OFFSET = BAD_OFFSET + 16;  // after two 64-bit masks of non-finite draft V rows
+constexpr int P_BYTES = SPLIT_SOFTMAX ? M_TILES * 16 * P_STRIDE * 2 : 0;
+constexpr int ROW_STATE_OFFSET = P_OFFSET + P_BYTES;  // per row: rescale factor (then m), l
+constexpr int MAIN_SMEM = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);
+
+// Items (SPLIT_REDUCE, SPLIT_SOFTMAX): a row group's (row, position pair) items dealt to its lanes
+// in order, so a row's BLOCK_N / 2 pairs are consecutive lanes of one warp (a whole warp is in or out).
+constexpr int PAIRS_PER_ROW = BLOCK_N / 2;
+constexpr int GROUP_LANES = COL_GROUPS * 32;
+constexpr int GROUP_PAIRS = WARP_M * 16 * PAIRS_PER_ROW;
+constexpr int ITEMS = (GROUP_PAIRS + GROUP_LANES - 1) / GROUP_LANES;
+static_assert(!SPLIT_SOFTMAX || 32 % PAIRS_PER_ROW == 0, "a row's position pairs in one warp");
+static_assert(ROW_GROUPS <= 15, "a named barrier (1 + row group) per row group");
 
 static_assert(sizeof(T) == 2, "the mma path takes 16-bit q and KV");
 static_assert(HEAD_DIM % 16 == 0 && LATENT_DIM % 16 == 0, "head dims must be multiples of 16");
@@ -62,6 +83,7 @@ static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 64, "BLOCK_N: a multiple of 16, at
 static_assert(STAGES >= 2, "the mma path pipelines KV tiles with cp.async");
 static_assert(!QK_AHEAD || STAGES >= 3, "q.K ahead keeps two tiles resident while the next loads");
 static_assert(!SPLIT_REDUCE || COL_GROUPS > 1, "split reduce sums the partials of several column groups");
+static_assert(!(SPLIT_REDUCE && SPLIT_SOFTMAX), "split softmax sums the partials in its slices already");
 static_assert(MAIN_SMEM == SMEM_BYTES, "shared-memory layout differs from kgen.mla.mma_layout");
 
 // This thread's share of every KV tile: position LOAD_POS (one row, so one block-table entry) and
@@ -115,6 +137,22 @@ struct Lane {
     cg = warp % COL_GROUPS;
   }
 };
+
+// A barrier of this thread's row group alone (named barrier 1 + rg; barrier 0 is __syncthreads),
+// with the memory ordering of __syncthreads among its warps. Returns whether any of them passed true.
+__device__ __forceinline__ bool row_group_sync_or(bool pred, const Lane& ln) {
+  if constexpr (ROW_GROUPS == 1) {
+    return __syncthreads_or(pred);
+  } else {
+    int any;
+    asm volatile(
+        "{\n .reg .pred p, q;\n setp.ne.s32 p, %1, 0;\n bar.red.or.pred q, %2, %3, p;\n selp.s32 %0, 1, 0, q;\n}"
+        : "=r"(any)
+        : "r"(static_cast<int>(pred)), "r"(1 + ln.rg), "n"(COL_GROUPS * 32)
+        : "memory");
+    return any != 0;
+  }
+}
 
 using QFrags = unsigned[Q_IN_REGISTERS ? WARP_M : 1][Q_IN_REGISTERS ? WARP_K : 1][4];
 using Accum = float[WARP_M][O_TILES][4];
@@ -186,28 +224,68 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
             make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
 }
 
-// With SPLIT_REDUCE: the warps of a row group sum its partial scores once, a slice each (float2
-// pairs of columns), scaled into log2 units, into column group 0's slot. Every partial is whole
+// The column groups' partial scores summed, at `at` (a float2 in column group 0's slot).
+__device__ __forceinline__ float2 partial_sum(const float* at) {
+  float2 sum = *reinterpret_cast<const float2*>(at);
+#pragma unroll
+  for (int c = 1; c < COL_GROUPS; ++c) {
+    const float2 v = *reinterpret_cast<const float2*>(at + c * (M_TILES * 16 * S_STRIDE));
+    sum.x += v.x;
+    sum.y += v.y;
+  }
+  return sum;
+}
+
+// Whether a row (valid: not padding; drafts: its draft bits) sees position n of a split ending at
+// `end`.
+__device__ __forceinline__ bool visible(int n, int end, int prefix, bool valid, unsigned long long drafts) {
+  bool seen = valid && n < end;
+  if (MASK_KIND != MASK_NONE && n >= prefix) seen = seen && ((drafts >> (n - prefix)) & 1ull);
+  return seen;
+}
+
+// A row group's (row, position pair) items of a tile, dealt to its lanes in order: item k of a
+// lane is index(k); a row's BLOCK_N / 2 pairs are consecutive lanes of one warp. SPLIT_REDUCE sums
+// the partials of its items, SPLIT_SOFTMAX computes their whole softmax.
+struct Items {
+  __device__ __forceinline__ static int index(int k, const Lane& ln) { return ln.cg * 32 + ln.lane + k * GROUP_LANES; }
+  __device__ __forceinline__ static bool live(int k, const Lane& ln) {
+    return GROUP_PAIRS % GROUP_LANES == 0 || index(k, ln) < GROUP_PAIRS;  // warp-uniform
+  }
+  __device__ __forceinline__ static int row(int k, const Lane& ln) {
+    return ln.rg * WARP_M * 16 + index(k, ln) / PAIRS_PER_ROW;
+  }
+  __device__ __forceinline__ static int col(int k, const Lane& ln) { return 2 * (index(k, ln) % PAIRS_PER_ROW); }
+};
+
+// With SPLIT_REDUCE: the warps of a row group sum its partial scores once, an item (float2 pair of
+// columns) at a time, scaled into log2 units, into column group 0's slot. Every partial is whole
 // (a barrier before); the sums are read after the next one.
 __device__ __forceinline__ void reduce_partials(float* partials, float scale_log2, const Lane& ln) {
-  constexpr int PAIRS = WARP_M * 16 * BLOCK_N / 2, LANES = COL_GROUPS * 32;
-  float* group = partials + ln.rg * WARP_M * 16 * S_STRIDE;
 #pragma unroll
-  for (int k = 0; k < (PAIRS + LANES - 1) / LANES; ++k) {
-    const int idx = ln.cg * 32 + ln.lane + k * LANES;
-    if (PAIRS % LANES == 0 || idx < PAIRS) {
-      float* at = group + (idx / (BLOCK_N / 2)) * S_STRIDE + 2 * (idx % (BLOCK_N / 2));
-      float2 sum = *reinterpret_cast<const float2*>(at);
-#pragma unroll
-      for (int c = 1; c < COL_GROUPS; ++c) {
-        const float2 v = *reinterpret_cast<const float2*>(at + c * (M_TILES * 16 * S_STRIDE));
-        sum.x += v.x;
-        sum.y += v.y;
-      }
-      *reinterpret_cast<float2*>(at) = make_float2(sum.x * scale_log2, sum.y * scale_log2);
-    }
+  for (int k = 0; k < ITEMS; ++k) {
+    if (!Items::live(k, ln)) continue;
+    float* at = partials + Items::row(k, ln) * S_STRIDE + Items::col(k, ln);
+    const float2 sum = partial_sum(at);
+    *reinterpret_cast<float2*>(at) = make_float2(sum.x * scale_log2, sum.y * scale_log2);
   }
 }
+
+// Whether a row's running max m (log2 units) moves to the tile's max mx: only a rise past
+// RESCALE_THRESHOLD moves it (so p <= 2^threshold), or the first finite max. Then `alpha` is the
+// rescale factor of what was summed before (0 when nothing was).
+__device__ __forceinline__ bool max_rose(float& m, float mx, float& alpha) {
+  alpha = 1.f;
+  if (mx > m + RESCALE_THRESHOLD || (m == -CUDART_INF_F && mx != -CUDART_INF_F)) {
+    alpha = kgen::fast_exp2(m - mx);
+    m = mx;
+    return true;
+  }
+  return false;
+}
+
+// The base exponent of a row's p = 2^(s - base): its max, or 0 while the row has seen nothing.
+__device__ __forceinline__ float exp_base(float m) { return m == -CUDART_INF_F ? 0.f : m; }
 
 // Softmax state of this thread's rows: running max m (log2 units) and its share of the sum l.
 struct RowState {
@@ -226,20 +304,15 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const float* parti
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const float* partial = partials + frag_row(ln.rg, i, h, ln.g) * S_STRIDE + 8 * j + 2 * ln.qd;
-        float2 sum = *reinterpret_cast<const float2*>(partial);
         if constexpr (SPLIT_REDUCE) {  // summed and scaled by reduce_partials
+          const float2 sum = *reinterpret_cast<const float2*>(partial);
           s[i][j][2 * h] = sum.x;
           s[i][j][2 * h + 1] = sum.y;
-          continue;
+        } else {
+          const float2 sum = partial_sum(partial);
+          s[i][j][2 * h] = sum.x * p.scale_log2;
+          s[i][j][2 * h + 1] = sum.y * p.scale_log2;
         }
-#pragma unroll
-        for (int c = 1; c < COL_GROUPS; ++c) {
-          const float2 v = *reinterpret_cast<const float2*>(partial + c * (M_TILES * 16 * S_STRIDE));
-          sum.x += v.x;
-          sum.y += v.y;
-        }
-        s[i][j][2 * h] = sum.x * p.scale_log2;
-        s[i][j][2 * h + 1] = sum.y * p.scale_log2;
       }
   // Positions past the split, rows past ROWS and draft positions a row does not see: -inf.
   const bool whole = start + BLOCK_N <= prefix && count == BLOCK_N;
@@ -251,9 +324,7 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const float* parti
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int h = e / 2, n = start + 8 * j + 2 * ln.qd + e % 2;
-          bool seen = rows.valid[i][h] && n < start + count;
-          if (MASK_KIND != MASK_NONE && n >= prefix) seen = seen && ((rows.drafts[i][h] >> (n - prefix)) & 1ull);
-          if (!seen) s[i][j][e] = -CUDART_INF_F;
+          if (!visible(n, start + count, prefix, rows.valid[i][h], rows.drafts[i][h])) s[i][j][e] = -CUDART_INF_F;
         }
   }
   float alpha[WARP_M][2];
@@ -267,16 +338,11 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const float* parti
       for (int j = 0; j < N_TILES; ++j) mx = fmaxf(mx, fmaxf(s[i][j][2 * h], s[i][j][2 * h + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      alpha[i][h] = 1.f;
-      if (mx > st.m[i][h] + RESCALE_THRESHOLD || (st.m[i][h] == -CUDART_INF_F && mx != -CUDART_INF_F)) {
-        alpha[i][h] = kgen::fast_exp2(st.m[i][h] - mx);  // 0 when nothing was seen yet
-        st.m[i][h] = mx;
-        rescale = true;
-      }
+      rescale |= max_rose(st.m[i][h], mx, alpha[i][h]);
     }
 #pragma unroll
   for (int i = 0; i < WARP_M; ++i) {
-    const float base[2] = {st.m[i][0] == -CUDART_INF_F ? 0.f : st.m[i][0], st.m[i][1] == -CUDART_INF_F ? 0.f : st.m[i][1]};
+    const float base[2] = {exp_base(st.m[i][0]), exp_base(st.m[i][1])};
     float sum[2] = {0.f, 0.f};
 #pragma unroll
     for (int j = 0; j < N_TILES; ++j)
@@ -301,36 +367,112 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const float* parti
   }
 }
 
-// Rare: draft positions holding Inf/NaN in V. Fold them in with scalar FMAs, only into the rows
-// that see them, then zero them so the MMA adds nothing for them. Block-wide (barriers); the
-// tile's partial scores, read by every warp by the first barrier, hold P meanwhile.
-__device__ void fold_bad_drafts(T* tile, int start, int prefix, unsigned long long* bad_s, float* p_s,
-                                const FragRows& rows, const PFrags& pa, Accum& o, const Lane& ln) {
-  const unsigned long long bad = *bad_s;
-  __syncthreads();  // every warp has read the partial scores
-  if (ln.cg == 0) {
+// SPLIT_SOFTMAX: this lane's Items (fixed for the whole split) and their softmax state: the row's
+// running max m (log2 units, the same in every lane of the row) and the item's share of l.
+struct Slice : Items {
+  float m[ITEMS], l[ITEMS];
+  unsigned long long drafts[ITEMS];
+};
+
+// The max over a row's lanes (butterfly: every lane of the row gets the same bits).
+__device__ __forceinline__ float row_max(float x) {
 #pragma unroll
-    for (int i = 0; i < WARP_M; ++i)
+  for (int offset = PAIRS_PER_ROW / 2; offset > 0; offset >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
+  return x;
+}
+
+__device__ __forceinline__ float row_sum(float x) {
 #pragma unroll
-      for (int j = 0; j < N_TILES; ++j)
+  for (int offset = PAIRS_PER_ROW / 2; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
+}
+
+// 2'. This lane's slice of the tile's softmax: P into p_s, each row's rescale factor (1 when its
+// max held) into alpha_s. Returns whether any of its rows' max rose.
+__device__ __forceinline__ bool softmax_slice(const Params& p, const float* partials, int start, int count, int prefix,
+                                              Slice& sl, T* p_s, float* alpha_s, const Lane& ln) {
+  const bool whole = start + BLOCK_N <= prefix && count == BLOCK_N;
+  bool rose = false;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float2 v = Mma::unpack(pa[i][j / 2][(j % 2) * 2 + h]);
-          *reinterpret_cast<float2*>(p_s + frag_row(ln.rg, i, h, ln.g) * S_STRIDE + 8 * j + 2 * ln.qd) = v;
-        }
+  for (int k = 0; k < ITEMS; ++k) {
+    if (!Slice::live(k, ln)) continue;
+    const int r = Slice::row(k, ln), c = Slice::col(k, ln);
+    float2 s = partial_sum(partials + r * S_STRIDE + c);
+    s.x *= p.scale_log2;
+    s.y *= p.scale_log2;
+    if (!whole) {
+      if (!visible(start + c, start + count, prefix, r < ROWS, sl.drafts[k])) s.x = -CUDART_INF_F;
+      if (!visible(start + c + 1, start + count, prefix, r < ROWS, sl.drafts[k])) s.y = -CUDART_INF_F;
+    }
+    float alpha;
+    rose |= max_rose(sl.m[k], row_max(fmaxf(s.x, s.y)), alpha);
+    const float base = exp_base(sl.m[k]);
+    const unsigned packed = Mma::pack(kgen::fast_exp2(s.x - base), kgen::fast_exp2(s.y - base));
+    const float2 rounded = Mma::unpack(packed);  // l sums exactly the p that P.V uses
+    sl.l[k] = sl.l[k] * alpha + rounded.x + rounded.y;
+    *reinterpret_cast<unsigned*>(p_s + r * P_STRIDE + c) = packed;
+    if (c == 0) alpha_s[r] = alpha;
   }
-  __syncthreads();
+  return rose;
+}
+
+// After softmax_slice's barrier, when some row's max rose: rescale this warp's output columns.
+__device__ __forceinline__ void rescale_rows(const float* alpha_s, Accum& o, const Lane& ln) {
+#pragma unroll
+  for (int i = 0; i < WARP_M; ++i) {
+    const float a[2] = {alpha_s[frag_row(ln.rg, i, 0, ln.g)], alpha_s[frag_row(ln.rg, i, 1, ln.g)]};
+#pragma unroll
+    for (int j = 0; j < O_TILES; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[i][j][e] *= a[e / 2];
+  }
+}
+
+// At the end of the split: each row's m and l (summed over its lanes) into m_s and l_s.
+__device__ __forceinline__ void publish_rows(const Slice& sl, float* m_s, float* l_s, const Lane& ln) {
+#pragma unroll
+  for (int k = 0; k < ITEMS; ++k) {
+    if (!Slice::live(k, ln)) continue;
+    const float l = row_sum(sl.l[k]);
+    if (Slice::col(k, ln) == 0) {
+      m_s[Slice::row(k, ln)] = sl.m[k];
+      l_s[Slice::row(k, ln)] = l;
+    }
+  }
+}
+
+// Rare: draft positions holding Inf/NaN in V. Fold them in with scalar FMAs, only into the rows
+// that see them, then zero them so the MMA adds nothing for them. Block-wide (barriers). P comes
+// from p_h (SPLIT_SOFTMAX), else from the fragments, through the tile's partial scores (p_f), which
+// every warp has read by the first barrier.
+__device__ void fold_bad_drafts(const Params& p, int b, T* tile, int start, int prefix, unsigned long long* bad_s,
+                                float* p_f, const T* p_h, const PFrags& pa, Accum& o, const Lane& ln) {
+  const unsigned long long bad = *bad_s;
+  if constexpr (!SPLIT_SOFTMAX) {
+    __syncthreads();
+    if (ln.cg == 0) {
+#pragma unroll
+      for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+        for (int j = 0; j < N_TILES; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const float2 v = Mma::unpack(pa[i][j / 2][(j % 2) * 2 + h]);
+            *reinterpret_cast<float2*>(p_f + frag_row(ln.rg, i, h, ln.g) * S_STRIDE + 8 * j + 2 * ln.qd) = v;
+          }
+    }
+    __syncthreads();
+  }
   for (int n = 0; n < BLOCK_N; ++n) {
     if (!((bad >> n) & 1ull)) continue;
-    const int pos = start + n;
+    const int pos = start + n;  // a draft position: pos >= prefix
 #pragma unroll
     for (int i = 0; i < WARP_M; ++i)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = frag_row(ln.rg, i, h, ln.g);
-        const bool seen = rows.valid[i][h] && ((rows.drafts[i][h] >> (pos - prefix)) & 1ull);
-        if (!seen) continue;
-        const float pr = p_s[r * S_STRIDE + n];
+        if (r >= ROWS || !visible(pos, pos + 1, prefix, true, draft_bits(p, b, row_token(r)))) continue;
+        const float pr = SPLIT_SOFTMAX ? kgen::to_float(p_h[r * P_STRIDE + n]) : p_f[r * S_STRIDE + n];
 #pragma unroll
         for (int j = 0; j < O_TILES; ++j)
 #pragma unroll
@@ -349,21 +491,44 @@ __device__ void fold_bad_drafts(T* tile, int start, int prefix, unsigned long lo
   __syncthreads();
 }
 
-// 3. O += P.V over this warp's output columns.
+// 3. O += P.V over this warp's output columns, one k16 step of positions (A fragments a[i]).
+__device__ __forceinline__ void pv_step(const T* tile, int kk, const unsigned (&a)[WARP_M][4], Accum& o, const Lane& ln) {
+#pragma unroll
+  for (int j = 0; j < O_TILES; j += 2) {
+    unsigned v[4];
+    kgen::ldmatrix_x4_trans(v, tile + (16 * kk + ln.lane % 8 + ((ln.lane / 8) % 2) * 8) * ROW_ELEMS +
+                                   ((ln.cg * O_TILES + j) + ln.lane / 16) * 8);
+#pragma unroll
+    for (int i = 0; i < WARP_M; ++i) {
+      Mma::mma(o[i][j], a[i], v[0], v[1]);
+      Mma::mma(o[i][j + 1], a[i], v[2], v[3]);
+    }
+  }
+}
+
+// P from this warp's fragments.
 __device__ __forceinline__ void pv_tile(const T* tile, const PFrags& pa, Accum& o, const Lane& ln) {
 #pragma unroll
-  for (int kk = 0; kk < PV_STEPS; ++kk)
+  for (int kk = 0; kk < PV_STEPS; ++kk) {
+    unsigned a[WARP_M][4];
 #pragma unroll
-    for (int j = 0; j < O_TILES; j += 2) {
-      unsigned v[4];
-      kgen::ldmatrix_x4_trans(v, tile + (16 * kk + ln.lane % 8 + ((ln.lane / 8) % 2) * 8) * ROW_ELEMS +
-                                     ((ln.cg * O_TILES + j) + ln.lane / 16) * 8);
+    for (int i = 0; i < WARP_M; ++i)
 #pragma unroll
-      for (int i = 0; i < WARP_M; ++i) {
-        Mma::mma(o[i][j], pa[i][kk], v[0], v[1]);
-        Mma::mma(o[i][j + 1], pa[i][kk], v[2], v[3]);
-      }
-    }
+      for (int e = 0; e < 4; ++e) a[i][e] = pa[i][kk][e];
+    pv_step(tile, kk, a, o, ln);
+  }
+}
+
+// P from shared memory (SPLIT_SOFTMAX).
+__device__ __forceinline__ void pv_tile(const T* tile, const T* p_s, Accum& o, const Lane& ln) {
+#pragma unroll
+  for (int kk = 0; kk < PV_STEPS; ++kk) {
+    unsigned a[WARP_M][4];
+#pragma unroll
+    for (int i = 0; i < WARP_M; ++i)
+      kgen::ldmatrix_x4(a[i], p_s + ((ln.rg * WARP_M + i) * 16 + ln.lane % 16) * P_STRIDE + (2 * kk + ln.lane / 16) * 8);
+    pv_step(tile, kk, a, o, ln);
+  }
 }
 
 }  // namespace mla
@@ -375,6 +540,9 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   T* tiles = reinterpret_cast<T*>(smem + TILES_OFFSET);
   float* scores = reinterpret_cast<float*>(smem + SCORES_OFFSET);
   unsigned long long* bad_s = reinterpret_cast<unsigned long long*>(smem + BAD_OFFSET);
+  T* p_h = reinterpret_cast<T*>(smem + P_OFFSET);                      // SPLIT_SOFTMAX: P
+  float* alpha_s = reinterpret_cast<float*>(smem + ROW_STATE_OFFSET);  // its rescale factors, then m
+  float* l_s = alpha_s + M_TILES * 16;
 
   const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;
   const Lane ln;
@@ -424,6 +592,14 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
 #pragma unroll
       for (int e = 0; e < 4; ++e) o[i][j][e] = 0.f;
   }
+  Slice sl;
+#pragma unroll
+  for (int k = 0; k < ITEMS; ++k) {
+    const int r = Slice::row(k, ln);
+    sl.m[k] = -CUDART_INF_F;
+    sl.l[k] = 0.f;
+    sl.drafts[k] = SPLIT_SOFTMAX && r < ROWS ? draft_bits(p, b, row_token(r)) : 0ull;
+  }
 
   const int prefix = range.prefix, begin = range.begin, end = range.end;
   const int num_tiles = (end - begin + BLOCK_N - 1) / BLOCK_N;
@@ -470,12 +646,24 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     }
     if constexpr (SPLIT_REDUCE) {
       reduce_partials(partials, p.scale_log2, ln);
-      __syncthreads();  // every slice summed
+      row_group_sync_or(false, ln);  // every slice of the group summed
     }
     PFrags pa;
-    softmax_tile(p, partials, start, count, prefix, rows, st, o, pa, ln);
-    if (any_bad) fold_bad_drafts(tile, start, prefix, bad, partials, rows, pa, o, ln);
-    pv_tile(tile, pa, o, ln);
+    if constexpr (SPLIT_SOFTMAX) {
+      // The row group's P whole; a row's rescale factor is read before the group's next softmax (the
+      // tile barrier between)
+      if (row_group_sync_or(softmax_slice(p, partials, start, count, prefix, sl, p_h, alpha_s, ln), ln)) {
+        rescale_rows(alpha_s, o, ln);
+      }
+    } else {
+      softmax_tile(p, partials, start, count, prefix, rows, st, o, pa, ln);
+    }
+    if (any_bad) fold_bad_drafts(p, b, tile, start, prefix, bad, partials, p_h, pa, o, ln);
+    if constexpr (SPLIT_SOFTMAX) {
+      pv_tile(tile, p_h, o, ln);
+    } else {
+      pv_tile(tile, pa, o, ln);
+    }
     if constexpr (QK_AHEAD) {
       // Tile it + 1's partial scores, in the same straight-line code as the P.V above so that the
       // two interleave. Past the last tile this reads a consumed buffer into a buffer nobody reads.
@@ -485,6 +673,11 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     }
   }
   kgen::cp_async_wait<0>();
+  if constexpr (SPLIT_SOFTMAX) {
+    __syncthreads();  // every rescale factor read
+    publish_rows(sl, alpha_s, l_s, ln);
+    __syncthreads();
+  }
 
   // Results: out/lse with one split, else this split's slot of the workspace, then the combine.
   const long long slot = num_splits > 1 ? slot_row(p, b, split, num_splits) : 0;
@@ -497,7 +690,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       if (!rows.valid[i][h]) continue;
       const int r = frag_row(ln.rg, i, h, ln.g);
-      const Finish fin(st.m[i][h], sum, range.poisoned);
+      const Finish fin(SPLIT_SOFTMAX ? alpha_s[r] : st.m[i][h], SPLIT_SOFTMAX ? l_s[r] : sum, range.poisoned);
 #pragma unroll
       for (int j = 0; j < O_TILES; ++j) {
         const int d = (ln.cg * O_TILES + j) * 8 + 2 * ln.qd;

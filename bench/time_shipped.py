@@ -1,0 +1,50 @@
+"""Time each named grid case's shipped config (kgen/tuned/tuning.json, its stamp ignored) with the
+flushed timer, after checking it against the float64 oracle. For comparing two versions of the
+kernel code on the same configs: run it from each tree. JSON lines to stdout.
+
+    PYTHONPATH=. python3 bench/time_shipped.py [--reps N] [CASE ...]   # default: 16-bit cases
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kgen.arch import resolve_arch  # noqa: E402
+from kgen.mla import Config  # noqa: E402
+from kgen.tune.space import load_grid  # noqa: E402
+from kgen.tune.sweep import compile_space  # noqa: E402
+from kgen.tune.trials import Trials  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def shipped_configs() -> dict[str, Config]:
+    entries = json.loads((ROOT / "kgen/tuned/tuning.json").read_text())["entries"]
+    return {e["case"]: Config(**e["config"]) for e in entries.values() if "case" in e}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="*")
+    parser.add_argument("--reps", type=int, default=20)
+    args = parser.parse_args()
+    grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
+    configs = shipped_configs()
+    names = args.cases or [n for n in configs if grid[n].spec.dtype != "float32"]
+    trials = Trials()
+    compile_space([(grid[n].spec, configs[n]) for n in names], resolve_arch("native").name)
+    for name in names:
+        config = configs[name]
+        (r,) = trials.variant(grid[name], config, [config.kv_splits], seed=3, reps=args.reps)
+        summary = {k: r.get(k) for k in ("status", "median_us", "error")}
+        print(json.dumps({"case": name, "config": config.short_name(), **summary}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
