@@ -160,20 +160,27 @@ def test_code_stamp_follows_the_generated_source(tmp_path, monkeypatch):
 
 
 def test_shipped_tuning_is_current_and_fits_sm120():
-    """Every shipped entry matches today's kernel code, and its config compiles for sm_120
-    within its shared memory and without spills."""
+    """Every shipped entry (dense and sparse) matches today's kernel code, and its config compiles
+    for sm_120 within its shared memory and without spills."""
     from kgen.arch import ARCHS
     from kgen.mla import build
     from kgen.mla.tuning import SHIPPED
+
+    from kgen.mla.sparse.kernel import build_sparse
+    from kgen.mla.sparse.spec import SparseConfig, SparseSpec
 
     entries = TuningDB(SHIPPED).entries()
     assert entries
     for entry in entries.values():
         assert staleness(entry) is None, staleness(entry)
-        config = Config.from_dict(entry["config"])
-        if config.compute != "mma":
-            continue
-        kernel = build(Spec.from_dict(entry["spec"]), config, "sm_120")
+        if entry.get("family") == "sparse":
+            spec, config = SparseSpec.from_dict(entry["spec"]), SparseConfig.from_dict(entry["config"])
+            kernel = build_sparse(spec, config, "sm_120")
+        else:
+            config = Config.from_dict(entry["config"])
+            if config.compute != "mma":
+                continue
+            kernel = build(Spec.from_dict(entry["spec"]), config, "sm_120")
         res = kernel.resources
         assert res.smem <= ARCHS["sm_120"].smem_per_block and res.spills == 0, res.summary()
 
