@@ -14,11 +14,13 @@
 // registers and multiplies P by its 512 / COL_GROUPS output columns of V. The running max is
 // raised only by more than RESCALE_THRESHOLD (log2 units), so rescales are rare.
 //
-// fp8 tiles hold the e4m3 values unscaled (gather.cuh). A warp's q.K steps visit the scale groups
-// in order (ks = kk * COL_GROUPS + cg and COL_GROUPS divides 8, so the group is kk * COL_GROUPS / 8
-// whatever cg is): each group's partial scores are summed in their own accumulators and added to
-// the total times their rows' scales. For P.V, P is multiplied by the scales of the group that a
-// warp's output columns belong to. l sums the unscaled P, which the softmax is of.
+// q.K's k steps are dealt to a row group's warps in runs: warp cg takes the latent steps
+// cg * WARP_LATENT ... (consecutive, so whole scale groups or one part of a group), then the rope
+// steps round-robin (k_step). fp8 tiles hold the e4m3 values unscaled (gather.cuh): a warp sums
+// each scale group's partial scores in their own accumulators and adds them to the total times
+// their rows' scales, once per group (once in all with 4 column groups). For P.V, P is multiplied
+// by the scales of the group that a warp's output columns belong to. l sums the unscaled P, which
+// the softmax is of.
 
 namespace mla {
 
@@ -27,7 +29,9 @@ constexpr int ROW_GROUPS = NUM_WARPS / COL_GROUPS;
 constexpr int WARP_M = M_TILES / ROW_GROUPS;
 constexpr int N_TILES = BLOCK_N / 8;
 constexpr int K_STEPS = HEAD_DIM / 16;
-constexpr int WARP_K = (K_STEPS + COL_GROUPS - 1) / COL_GROUPS;
+constexpr int LATENT_STEPS = LATENT_DIM / 16;
+constexpr int WARP_LATENT = LATENT_STEPS / COL_GROUPS;  // a warp's run of latent k steps
+constexpr int WARP_K = WARP_LATENT + (K_STEPS - LATENT_STEPS + COL_GROUPS - 1) / COL_GROUPS;
 constexpr int O_TILES = LATENT_DIM / 8 / COL_GROUPS;
 constexpr int PV_STEPS = BLOCK_N / 16;
 constexpr int S_STRIDE = BLOCK_N + (24 - BLOCK_N % 16) % 16;  // = 8 mod 16: conflict-free float2
@@ -54,7 +58,7 @@ static_assert(O_TILES % 2 == 0 && O_TILES * 8 * COL_GROUPS == LATENT_DIM, "colum
 static_assert(FP8_REGISTERS ? STAGES == 2 : STAGES >= 2, "gather stages");
 static_assert(KV_FORMAT == KV_FP8 || DEQUANT == DEQUANT_SHARED, "a 16-bit cache needs no dequantization");
 static_assert(MAIN_SMEM == SMEM_BYTES, "shared-memory layout differs from kgen.mla.sparse.layout");
-static_assert(!SCALED || 8 % COL_GROUPS == 0, "fp8: a warp's q.K steps cross scale groups in order");
+static_assert(LATENT_STEPS % COL_GROUPS == 0, "column groups split the latent k steps evenly");
 
 __device__ __forceinline__ int frag_row(int rg, int i, int h, int g) { return (rg * WARP_M + i) * 16 + g + 8 * h; }
 
@@ -78,9 +82,15 @@ struct RowState {
   float m[WARP_M][2], l[WARP_M][2];
 };
 
-// The scale group of a warp's k step kk (SCALE_GROUPS: the rope dims, unscaled).
-__device__ __forceinline__ constexpr int scale_group(int kk) {
-  return kk * COL_GROUPS * 16 < LATENT_DIM ? kk * COL_GROUPS * 16 / SCALE_GROUP : SCALE_GROUPS;
+// The k step (of K_STEPS; past them: none) that is warp cg's kk-th.
+__device__ __forceinline__ int k_step(int kk, int cg) {
+  return kk < WARP_LATENT ? cg * WARP_LATENT + kk : LATENT_STEPS + (kk - WARP_LATENT) * COL_GROUPS + cg;
+}
+
+// Whether a warp's kk-th k step starts a scale group its earlier steps are not in (the rope, or the
+// next 128 latent dims of a run that spans several).
+__device__ __forceinline__ constexpr bool starts_group(int kk) {
+  return kk > 0 && (kk == WARP_LATENT || (kk < WARP_LATENT && kk * 16 % SCALE_GROUP == 0));
 }
 
 // fp8: total += acc x (the scale of group g of each of this thread's columns), then acc = 0.
@@ -113,9 +123,9 @@ __device__ __forceinline__ void qk_partials(const T* tile, const float* row_scal
       for (int e = 0; e < 4; ++e) acc[i][j][e] = total[i][j][e] = 0.f;
 #pragma unroll
   for (int kk = 0; kk < WARP_K; ++kk) {
-    if (SCALED && kk > 0 && scale_group(kk) != scale_group(kk - 1)) fold_group(total, acc, row_scales, scale_group(kk - 1), ln);
-    const int ks = kk * COL_GROUPS + ln.cg;
-    if (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS) {
+    if (SCALED && starts_group(kk)) fold_group(total, acc, row_scales, k_step(kk - 1, ln.cg) * 16 / SCALE_GROUP, ln);
+    const int ks = k_step(kk, ln.cg);
+    if (ks < K_STEPS) {
       unsigned a[WARP_M][4];
 #pragma unroll
       for (int i = 0; i < WARP_M; ++i) {
@@ -138,7 +148,7 @@ __device__ __forceinline__ void qk_partials(const T* tile, const float* row_scal
       }
     }
   }
-  if constexpr (SCALED) fold_group(total, acc, row_scales, scale_group(WARP_K - 1), ln);
+  if constexpr (SCALED) fold_group(total, acc, row_scales, WARP_K > WARP_LATENT ? SCALE_GROUPS : k_step(WARP_K - 1, ln.cg) * 16 / SCALE_GROUP, ln);
   const Scores& sums = SCALED ? total : acc;
   float* mine = partials + ln.cg * (M_TILES * 16 * S_STRIDE);
 #pragma unroll
@@ -306,8 +316,8 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
       for (int kk = 0; kk < WARP_K; ++kk)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * (e % 2), ks = kk * COL_GROUPS + ln.cg;
-          const bool inside = r < ROWS && (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS);
+          const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * (e % 2), ks = k_step(kk, ln.cg);
+          const bool inside = r < ROWS && ks < K_STEPS;
           qf[i][kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, bt, r) + 16 * ks + 2 * ln.qd + 8 * (e / 2))) : 0u;
         }
   } else {
