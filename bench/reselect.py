@@ -74,8 +74,8 @@ def main() -> int:
     path = Path(db_path)
     db = json.loads(path.read_text())
     for entry in db["entries"].values():
-        if "case" not in entry:
-            continue
+        if "case" not in entry or entry.get("family", "dense") != "dense":
+            continue  # trials and results.csv rows carry dense Config fields only
         spec, current = Spec.from_dict(entry["spec"]), Config.from_dict(entry["config"])
         if fits_targets(spec, current):
             continue

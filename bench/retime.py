@@ -29,7 +29,7 @@ def main() -> int:
     arch = resolve_arch("native")
     out = {"ceilings": trials.ceilings(), "cases": []}
     chosen = []
-    for case in load_grid(Path(__file__).parent / "grid.json"):
+    for case in load_grid(Path(__file__).parent / "grid.json", "dense"):
         tuned = choose_config(case.spec, case.batch, case.max_len, trials.device.index)
         default = default_config(case.spec, case.batch, case.max_len, arch, sms)
         chosen.append((case, tuned, default))

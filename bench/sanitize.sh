@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
-# On the device machine: compute-sanitizer memcheck, racecheck and synccheck on
-# tests/sanitize_sample.py (its variants compiled first, in parallel). Logs under $OUT.
-#   bash bench/sanitize.sh [seconds per tool] [regex: only the variants whose "spec config" names match]
+# On the device machine: compute-sanitizer memcheck, racecheck and synccheck on a sample program
+# (default tests/sanitize_sample.py; its SAMPLE variants compiled first, in parallel). Logs under
+# $OUT: PREFIX-memcheck.log etc. (default prefix: sanitize).
+#   bash bench/sanitize.sh [seconds per tool] [sample program] [log prefix] [regex]
+#   bash bench/sanitize.sh [seconds per tool] [regex]   (tests/sanitize_sample.py)
+# regex: only the variants whose "spec config" names match.
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=${KGEN_CACHE_DIR:-/tmp/kgen-cache}
-python3 -c "
+if [[ "${2:-}" == *.py ]]; then
+  sample=$2; prefix=${3:-sanitize}; regex=${4:-}
+else
+  sample=tests/sanitize_sample.py; prefix=sanitize; regex=${2:-}
+fi
+module=$(dirname "$sample" | tr / .).$(basename "$sample" .py)
+precompile="$out/precompile.log" label=""
+[ "$prefix" = sanitize ] || { precompile="$out/$prefix-precompile.log"; label="$prefix "; }
+timeout 150 python3 -c "
 import sys; sys.path.insert(0, '.')
 from kgen.arch import resolve_arch
 from kgen.tune.sweep import compile_space
-from tests.sanitize_sample import SAMPLE
-compile_space(SAMPLE, resolve_arch('native').name)" > "$out/precompile.log" 2>&1
+from $module import SAMPLE
+compile_space(SAMPLE, resolve_arch('native').name)" > "$precompile" 2>&1
 for tool in memcheck racecheck synccheck; do
   timeout "${1:-90}" compute-sanitizer --tool "$tool" --report-api-errors no \
-    python3 tests/sanitize_sample.py "${2:-}" > "$out/sanitize-$tool.log" 2>&1
-  echo "$tool exit $?: $(grep -c '^ok' "$out/sanitize-$tool.log") variants ok; $(tail -1 "$out/sanitize-$tool.log")"
+    python3 "$sample" "$regex" > "$out/$prefix-$tool.log" 2>&1
+  echo "$label$tool exit $?: $(grep -c '^ok' "$out/$prefix-$tool.log") variants ok; $(tail -1 "$out/$prefix-$tool.log")"
 done

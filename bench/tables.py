@@ -22,7 +22,7 @@ from kgen.sass import instruction_mix  # noqa: E402
 from kgen.tune.report import MMA_SYNC_TFLOPS, config_name  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 
-GRID = load_grid(Path(__file__).parent / "grid.json")
+GRID = load_grid(Path(__file__).parent / "grid.json", "dense")
 TARGETS = {  # the targets, µs
     "kimi-tp8-decode-long": 20,
     "kimi-tp8-decode-batch": 48,

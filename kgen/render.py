@@ -42,7 +42,15 @@ C_TYPES = {  # the C spellings a generated struct field may have, by ctypes type
     ctypes.c_int64: "long long",
     ctypes.c_float: "float",
 }
-C_POINTEES = ("const T", "T", "const int", "int", "float", "const unsigned long long")
+C_POINTEES = (
+    "const T",
+    "T",
+    "const int",
+    "int",
+    "float",
+    "const unsigned long long",
+    "const unsigned char",
+)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -22,6 +22,13 @@ settings.register_profile(
     "dev",
     deadline=None,
     print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+settings.register_profile(  # one timed device call: a failing example is reported as found,
+    "device",  # not shrunk (shrinking can outlast the call, and then nothing is reported)
+    deadline=None,
+    print_blob=True,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 settings.load_profile(

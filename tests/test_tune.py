@@ -21,11 +21,11 @@ from kgen.tune.sweep import SweepOptions, run_sweep
 from kgen.tune.worker import TrialCrashed
 
 ROOT = Path(__file__).resolve().parent.parent
-GRID = load_grid(ROOT / "bench" / "grid.json")
+GRID = load_grid(ROOT / "bench" / "grid.json", "dense")
 
 
 def test_grid_loads_every_case():
-    assert len(GRID) == 14
+    assert len(GRID) == 14 and len(load_grid(ROOT / "bench" / "grid.json")) == 24
     tree = next(c for c in GRID if c.name == "kimi-tp1-verify-tree")
     assert (tree.spec.heads, tree.spec.q_len, tree.spec.mask, tree.batch, tree.prefix) == (
         64,
@@ -169,20 +169,31 @@ def test_code_stamp_follows_the_generated_source(tmp_path, monkeypatch):
 
 
 def test_shipped_tuning_is_current_and_fits_sm120():
-    """Every shipped entry matches today's kernel code, and its config compiles for sm_120
-    within its shared memory and without spills."""
+    """Every shipped entry (dense and sparse) matches today's kernel code, and its config compiles
+    for sm_120 within its shared memory and without spills."""
     from kgen.arch import ARCHS
     from kgen.mla import build
+    from kgen.mla.sparse.kernel import build_sparse
+    from kgen.mla.sparse.spec import SparseConfig, SparseSpec
     from kgen.mla.tuning import SHIPPED
 
     entries = TuningDB(SHIPPED).entries()
     assert entries
     for entry in entries.values():
         assert staleness(entry) is None, staleness(entry)
-        config = Config.from_dict(entry["config"])
-        kernel = build(Spec.from_dict(entry["spec"]), config, "sm_120")  # refuses what cannot fit
-        if config.compute != "mma":
-            continue
+        if entry.get("family") == "sparse":
+            spec, config = (
+                SparseSpec.from_dict(entry["spec"]),
+                SparseConfig.from_dict(entry["config"]),
+            )
+            kernel = build_sparse(spec, config, "sm_120")
+        else:
+            config = Config.from_dict(entry["config"])
+            kernel = build(
+                Spec.from_dict(entry["spec"]), config, "sm_120"
+            )  # refuses what cannot fit
+            if config.compute != "mma":
+                continue
         res = kernel.resources
         assert res.smem <= ARCHS["sm_120"].smem_per_block and res.spills == 0, res.summary()
 
@@ -216,7 +227,7 @@ class StubExecutor:
             raise TrialCrashed("illegal address")
         rows = []
         for s in splits:
-            cfg = Config(**{**config.to_dict(), "kv_splits": s})
+            cfg = type(config)(**{**config.to_dict(), "kv_splits": s})
             status = "wrong" if config.heads_per_block == self.wrong_hpb else "ok"
             # the wrong config would be the fastest: it must still not be ranked
             t = 1.0 if status == "wrong" else 100.0 / config.heads_per_block + s

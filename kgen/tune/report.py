@@ -20,6 +20,8 @@ COLUMNS = [
     "min_blocks",
     "qk_ahead",
     "split_reduce",
+    "gather_bytes",
+    "dequant",
     "registers",
     "smem",
     "spills",
@@ -48,6 +50,8 @@ def floor_us(row: dict, dtype: str, ceilings: dict) -> float:
     instructions sm_120 code can use (mma.sync for 16-bit inputs, the measured fp32 matmul
     rate for float32)."""
     peak = ceilings["fp32_tflops"] if dtype == "float32" else MMA_SYNC_TFLOPS
+    # A sparse trial's "bytes" are the gathered cache bytes (B x T x topk x 656 for fp8): the
+    # floor of issue 8. Its "kv_bytes" the same, so kv_gbs is the achieved gather bandwidth.
     return max(row["bytes"] / ceilings["read_gbs"] / 1e3, row["flops"] / peak / 1e6)
 
 
@@ -68,12 +72,13 @@ def rows(report: dict) -> list[dict]:
     flat = []
     for case in report["cases"]:
         dtype = case["spec"]["dtype"]
+        family = case.get("family", "dense")
         trials = case.get("trials")
         source = trials if trials is not None else case["variants"]
-        compiled = {_compiled_key(v["config"]): v for v in case["variants"]}
+        compiled = {_compiled_key(family, v["config"]): v for v in case["variants"]}
         for r in source:
             res = r.get("resources", r)
-            sass = compiled.get(_compiled_key(r["config"]), {})
+            sass = compiled.get(_compiled_key(family, r["config"]), {})
             flat.append(
                 {
                     "case": case["name"],
@@ -89,12 +94,13 @@ def rows(report: dict) -> list[dict]:
     return flat
 
 
-def _compiled_key(config: dict) -> tuple:
-    """What identifies a compiled variant: its Config without the launch-time kv_splits."""
-    from kgen.mla import Config
-    from kgen.mla.program import compiled_fields
+def _compiled_key(family: str, config: dict) -> tuple:
+    """What identifies a compiled variant: its config (fields a report lacks at their defaults)
+    without the launch-time kv_splits."""
+    from kgen.tune.family import FAMILIES
 
-    return tuple(sorted(compiled_fields(Config.from_dict(config)).items()))
+    full = FAMILIES[family].config_type.from_dict(config).to_dict()
+    return tuple(sorted((k, v) for k, v in full.items() if k != "kv_splits"))
 
 
 def write_csv(report: dict, path: Path) -> None:
@@ -107,8 +113,15 @@ def write_csv(report: dict, path: Path) -> None:
 def config_name(c: dict, splits: bool = True) -> str:
     """hb8 s16 v8 st2 w4 n32 [mma c4 [mb1] [qa] [sr] [ss]]: heads_per_block, kv_splits, vec_width,
     stages, warps, block_n [, tensor-core path with col_groups [, min_blocks] [, q.K ahead]
-    [, split reduce] [, split softmax]]."""
+    [, split reduce] [, split softmax]]. A sparse config: hb16 s4 n16 st3 g16 w4 c4 sha|reg [mb1]
+    (gather_bytes, where fp8 is dequantized)."""
     split = f" s{c['kv_splits']}" if splits else ""
+    if "dequant" in c:
+        return (
+            f"hb{c['heads_per_block']}{split} n{c['block_n']} st{c['smem_stages']} "
+            f"g{c['gather_bytes']} w{c['num_warps']} c{c['col_groups']} {c['dequant'][:3]}"
+            + (f" mb{c['min_blocks']}" if c.get("min_blocks") else "")
+        )
     mma = ""
     if c.get("compute") == "mma":
         mma = f" mma c{c['col_groups']}" + (f" mb{c['min_blocks']}" if c.get("min_blocks") else "")

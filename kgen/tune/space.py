@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgen.arch import Arch
-from kgen.mla import Config, ConfigError, Spec, layout_for
+from kgen.mla import Config, ConfigError, SparseSpec, Spec, layout_for
 from kgen.mla.heuristic import widest_vec
+from kgen.mla.tuning import family_of_spec
 
 # (smem_stages, block_n): registers-only with a few positions in flight, one shared tile, and
 # cp.async pipelines of two and three tiles.
@@ -39,12 +40,13 @@ class Axes:
 
 @dataclass(frozen=True)
 class Case:
-    """One benchmark shape: a Spec plus a batch of equal-length sequences."""
+    """One benchmark shape: a Spec plus a batch of equal-length sequences; or a SparseSpec plus a
+    batch, each sequence's indices choosing among `prefix` cache positions of its own."""
 
     name: str
-    spec: Spec
+    spec: Spec | SparseSpec
     batch: int
-    prefix: int  # committed positions before the q_len draft tokens
+    prefix: int  # committed positions before the q_len draft tokens (sparse: per sequence)
 
     @property
     def seq_lens(self) -> list[int]:
@@ -63,13 +65,28 @@ class Pruned:
     refused: list[tuple[Config, str]] = field(default_factory=list)
 
 
-def load_grid(path: str | Path) -> list[Case]:
-    """The cases of a grid file (bench/grid.json's format)."""
+def load_grid(path: str | Path, family: str | None = None) -> list[Case]:
+    """The cases of a grid file (bench/grid.json's format); only those of `family` ('dense' or
+    'sparse') where given."""
     data = json.loads(Path(path).read_text())
-    return [case_from_dict(c) for c in data["cases"]]
+    cases = [case_from_dict(c) for c in data["cases"]]
+    return [c for c in cases if family in (None, family_of_spec(c.spec))]
 
 
 def case_from_dict(c: dict) -> Case:
+    """A grid entry: B, T, H, S (positions per sequence), and optionally dtype, page_size, mask;
+    an entry with `topk` (and `kv_format`, default fp8) is a sparse case."""
+    if "topk" in c:
+        sparse = SparseSpec(
+            heads=c["H"],
+            q_len=c.get("T", 1),
+            topk=c["topk"],
+            kv_format=c.get("kv_format", "fp8"),
+            page_size=c.get("page_size", 64),
+            dtype=c.get("dtype", "bfloat16"),
+        )
+        name = c.get("name", f"{sparse.short_name()}_k{sparse.topk}")
+        return Case(name=name, spec=sparse, batch=c["B"], prefix=c["S"])
     mask = c.get("mask", "none")
     spec = Spec(
         heads=c["H"],
@@ -134,12 +151,20 @@ def prune(spec: Spec, configs: list[Config], arch: Arch, also_fit: tuple[Arch, .
     sweep on the test GPU tunes also runs on the target) and soft ones (an estimate of more
     registers per thread than the arch has: it would spill, so the sweep skips it, though build
     would compile it)."""
+    return refuse_or_keep(spec, configs, arch, also_fit, layout_for)
+
+
+def refuse_or_keep(
+    spec, configs: list, arch: Arch, also_fit: tuple[Arch, ...], layout_of
+) -> Pruned:
+    """prune's rule for any family whose layout model `layout_of(spec, config, arch)` raises
+    ConfigError and estimates registers."""
     result = Pruned()
     for config in configs:
         try:
             for other in also_fit:
-                layout_for(spec, config, other)
-            layout = layout_for(spec, config, arch)
+                layout_of(spec, config, other)
+            layout = layout_of(spec, config, arch)
         except (ConfigError, ValueError) as err:
             result.refused.append((config, str(err)))
             continue

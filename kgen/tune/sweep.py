@@ -1,6 +1,7 @@
 """The design-space sweep: enumerate, prune, compile in parallel, then (on a GPU) check every
 variant against the float64 oracle on fresh inputs, time the correct ones, rank, and store the
-winner per case in the tuning database. Progress is appended as it goes, so a sweep resumes."""
+winner per case in the tuning database. Progress is appended as it goes, so a sweep resumes.
+Dense and sparse cases go the same way; what differs per family is in kgen.tune.family."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import dataclasses
 import datetime
 import json
 import os
+import random
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -17,25 +19,27 @@ from tqdm import tqdm
 from kgen import __version__
 from kgen.arch import resolve_arch
 from kgen.compiler import CompileError, nvrtc_version
-from kgen.mla import Config, ConfigError, Spec, build
-from kgen.mla.heuristic import default_config
-from kgen.mla.tuning import TuningDB, bucket
-from kgen.tune.space import FIT_ARCHS, Axes, Case, enumerate_configs, prune, split_candidates
+from kgen.mla import ConfigError
+from kgen.mla.tuning import TuningDB
+from kgen.tune.family import family_of
+from kgen.tune.space import FIT_ARCHS, Axes, Case
+from kgen.tune.sparse_space import SparseAxes
 from kgen.tune.worker import TrialCrashed
 
 
-def _compile(spec: Spec, config: Config, arch: str) -> dict:
+def _compile(spec, config, arch: str) -> dict:
     """Build one variant (in a pool process): its resource figures and SASS instruction mix, or
     the compile error."""
     from kgen.sass import instruction_mix
 
+    family = family_of(spec)
     try:
-        kernel = build(spec, config, arch)
-        row = {"status": "compiled", "compute": config.compute}
-        mix = instruction_mix(kernel.cubin, "mla_attention")
+        kernel = family.build(spec, config, arch)
+        row = {"status": "compiled", "compute": getattr(config, "compute", "mma")}
+        mix = instruction_mix(kernel.cubin, family.entry_point)
         if mix is not None:
             row.update({f"sass_{name}": count for name, count in mix.items()})
-        usage = kernel.binary.usage.get("mla_attention")
+        usage = kernel.binary.usage.get(family.entry_point)
         if usage is None:
             return row
         r = kernel.resources
@@ -53,7 +57,7 @@ def _compile(spec: Spec, config: Config, arch: str) -> dict:
         return {"status": "compile error", "detail": err.log[-2000:]}
 
 
-def compile_space(pairs: list[tuple[Spec, Config]], arch: str, jobs: int | None = None) -> dict:
+def compile_space(pairs: list[tuple], arch: str, jobs: int | None = None) -> dict:
     """Compile every (spec, config) in parallel worker processes, with a progress bar."""
     results = {}
     if not pairs:
@@ -98,7 +102,7 @@ class Progress:
             f.write(json.dumps(row) + "\n")
 
 
-def trial_id(case: Case, kind: str, config: Config | None = None) -> str:
+def trial_id(case: Case, kind: str, config=None) -> str:
     if config is None:
         return f"{case.name}|{kind}"
     compiled = dataclasses.replace(config, kv_splits=1).to_dict()
@@ -110,6 +114,7 @@ class SweepOptions:
     arch: str | None = None  # default: 'native' on a GPU, else sm_120
     compile_only: bool | None = None  # default: no GPU present
     axes: Axes = dataclasses.field(default_factory=Axes)
+    sparse_axes: SparseAxes = dataclasses.field(default_factory=SparseAxes)
     reps: int = 20
     jobs: int | None = None
     db_path: Path | None = None  # default: the user's tuning database
@@ -117,6 +122,16 @@ class SweepOptions:
     executor: object | None = None  # anything with call(method, *args): replaces the worker
     seed: int = 0
     also_fit: tuple[str, ...] = FIT_ARCHS  # archs every kept config must also fit
+    # Time budgets (None: none). case_seconds: seconds of variant trials per case. seconds: the
+    # whole sweep's, compiling included; each case's variant trials then get an equal share of
+    # what is left when the case starts, less CASE_RESERVE_S for its baseline, graph replays and
+    # spill check (a case that needs less leaves the rest to the cases after it). The
+    # heuristic's default is timed first; past its budget a case's remaining variants are left
+    # untimed (a later run resumes them) and the case is summarised from what was timed. With a
+    # budget, variants are timed in a shuffled order (seeded by the case name), so a cut leaves a
+    # sample of the space.
+    case_seconds: float | None = None
+    seconds: float | None = None
 
 
 def gpu_present() -> bool:
@@ -127,8 +142,12 @@ def gpu_present() -> bool:
     return torch.cuda.is_available()
 
 
+CASE_RESERVE_S = 8.0  # per case, beside its variant trials: baseline, graph replays, spill check
+
+
 def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = None) -> dict:
     options = options or SweepOptions()
+    deadline = None if options.seconds is None else time.time() + options.seconds
     out_dir.mkdir(parents=True, exist_ok=True)
     compile_only = (not gpu_present()) if options.compile_only is None else options.compile_only
     arch = resolve_arch(options.arch or ("sm_120" if compile_only else "native"))
@@ -141,10 +160,11 @@ def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = N
     }
 
     also = tuple(resolve_arch(a) for a in options.also_fit if a != arch.name)
-    pruned = {
-        case.name: prune(case.spec, enumerate_configs(case.spec, options.axes), arch, also)
-        for case in cases
-    }
+    pruned = {}
+    for case in cases:
+        family = family_of(case.spec)
+        configs = family.enumerate(case.spec, options)
+        pruned[case.name] = family.prune(case.spec, configs, arch, also)
     pairs = sorted({(c.spec, cfg) for c in cases for cfg in pruned[c.name].kept}, key=repr)
     compiled = compile_space(pairs, arch.name, options.jobs)
     report = {"meta": meta, "cases": []}
@@ -152,6 +172,7 @@ def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = N
         report["cases"].append(
             {
                 "name": case.name,
+                "family": family_of(case.spec).name,
                 "spec": case.spec.to_dict(),
                 "batch": case.batch,
                 "prefix": case.prefix,
@@ -166,19 +187,33 @@ def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = N
             }
         )
     if not compile_only:
-        _time_cases(cases, report, arch, out_dir, options)
+        _time_cases(cases, report, arch, out_dir, options, deadline)
     (out_dir / "results.json").write_text(json.dumps(report, indent=1))
     return report
 
 
-def _blocks_per_sm(variant: dict, config: Config) -> int:
-    """Blocks of the compiled variant an SM holds at once (2 where the compile did not say)."""
-    warps = variant.get("warps_per_sm")
-    return max(1, warps // config.num_warps) if warps else 2
+def _blocks_per_sm(variant: dict) -> int:
+    """Blocks of a compiled variant an SM holds at once (2 where the compile did not say)."""
+    warps, per_block = variant.get("warps_per_sm"), variant["config"].get("num_warps")
+    return max(1, warps // per_block) if warps and per_block else 2
+
+
+def _case_budget(options: SweepOptions, deadline: float | None, cases_left: int) -> float | None:
+    """Seconds of variant trials the next case may take (None: no limit)."""
+    budgets = [] if options.case_seconds is None else [options.case_seconds]
+    if deadline is not None:
+        share = (deadline - time.time()) / max(1, cases_left) - CASE_RESERVE_S
+        budgets.append(max(0.0, share))
+    return min(budgets) if budgets else None
 
 
 def _time_cases(
-    cases: list[Case], report: dict, arch, out_dir: Path, options: SweepOptions
+    cases: list[Case],
+    report: dict,
+    arch,
+    out_dir: Path,
+    options: SweepOptions,
+    deadline: float | None = None,
 ) -> None:
     from kgen.tune.worker import InProcessExecutor, WorkerExecutor
 
@@ -192,21 +227,31 @@ def _time_cases(
             progress.add({"id": "ceilings", **executor.call("ceilings")})
         report["meta"]["ceilings"] = progress.done["ceilings"]
         seed = options.seed
-        for case, entry in zip(cases, report["cases"], strict=True):
+        for n, (case, entry) in enumerate(zip(cases, report["cases"], strict=True)):
             started = time.time()
-            default = default_config(case.spec, case.batch, case.max_len, arch, sms)
+            budget = _case_budget(options, deadline, len(cases) - n)
+            family = family_of(case.spec)
+            default = family.default(case, arch, sms)
             variants = [v for v in entry["variants"] if v["status"] == "compiled"]
-            configs = [Config.from_dict(v["config"]) for v in variants]
-            jobs = [
-                ("variant", cfg, split_candidates(case, cfg, sms, _blocks_per_sm(v, cfg)))
-                for v, cfg in zip(variants, configs, strict=True)
+            configs, entry["twins"] = _distinct(family, variants)
+            if budget is not None:
+                random.Random(case.name).shuffle(configs)
+            blocks = {
+                family.config_type.from_dict(v["config"]): _blocks_per_sm(v) for v in variants
+            }
+            jobs = [("default", default, [default.kv_splits])]
+            jobs += [
+                ("variant", cfg, family.splits(case, cfg, sms, blocks[cfg])) for cfg in configs
             ]
-            jobs.append(("default", default, [default.kv_splits]))
+            untimed = 0
             for kind, cfg, splits in tqdm(
                 jobs, desc=f"time {case.name}", unit="variant", dynamic_ncols=True
             ):
                 key = trial_id(case, kind, cfg)
                 if key in progress.done:
+                    continue
+                if kind == "variant" and budget is not None and time.time() - started > budget:
+                    untimed += 1
                     continue
                 seed += 1
                 try:
@@ -228,18 +273,19 @@ def _time_cases(
                     row = {"status": "failed", "detail": str(crash)[-2000:]}
                 progress.add({"id": trial_id(case, "torch"), "row": row})
             _summarise(case, entry, progress, default, options.also_fit)
+            entry["untimed"] = untimed
+            if untimed:
+                tqdm.write(
+                    f"{case.name}: {untimed} of {len(configs)} variants left untimed "
+                    f"(over its {budget:.0f} s budget)"
+                )
             for kind in ("best", "default"):
                 chosen = entry.get(kind)
-                gid = (
-                    trial_id(case, f"graph-{kind}", Config.from_dict(chosen["config"]))
-                    if chosen
-                    else None
-                )
+                config = family.config_type.from_dict(chosen["config"]) if chosen else None
+                gid = trial_id(case, f"graph-{kind}", config) if chosen else None
                 if chosen and gid not in progress.done:
                     try:
-                        graph = executor.call(
-                            "graph", case, Config.from_dict(chosen["config"]), seed + 2
-                        )
+                        graph = executor.call("graph", case, config, seed + 2)
                     except TrialCrashed as crash:
                         graph = {"status": "failed", "detail": str(crash)[-2000:]}
                     progress.add({"id": gid, "row": graph})
@@ -251,9 +297,9 @@ def _time_cases(
                     gpu,
                     arch.name,
                     case.spec,
-                    bucket(case.batch, case.max_len),
+                    family.bucket(case),
                     report["meta"]["nvrtc"],
-                    Config.from_dict(best["config"]),
+                    family.config_type.from_dict(best["config"]),
                     {
                         "median_us": best["median_us"],
                         "case": case.name,
@@ -261,7 +307,7 @@ def _time_cases(
                     },
                     trials=[
                         [
-                            Config.from_dict(r["config"]).short_name(),
+                            family.config_type.from_dict(r["config"]).short_name(),
                             r["config"]["kv_splits"],
                             r["median_us"],
                         ]
@@ -274,27 +320,54 @@ def _time_cases(
         executor.close()
 
 
-def fits_targets(spec: Spec, config: Config, archs: tuple[str, ...] = FIT_ARCHS) -> bool:
-    """Whether a config fits every target arch (its layout is accepted there) and, on the
-    tensor-core path, compiles there without spills (the FMA path is not held to that): what a
-    shipped config must do. A sweep's default row is timed unpruned, so this also keeps a default
-    that only fits the test GPU out of the database."""
+def _distinct(family, variants: list[dict]) -> tuple[list, int]:
+    """The configs worth timing (in the variants' order), and how many were not: a config that
+    differs from another only in min_blocks and compiled to the same registers and spills is the
+    same kernel (the bound did not bind), so only the one with the smallest min_blocks is timed."""
+    configs = [family.config_type.from_dict(v["config"]) for v in variants]
+
+    def code(config, v):
+        if v.get("registers") is None or not hasattr(config, "min_blocks"):
+            return None
+        return (dataclasses.replace(config, min_blocks=0), v["registers"], v.get("spills"))
+
+    least: dict = {}
+    for config, v in zip(configs, variants, strict=True):
+        key = code(config, v)
+        if key is not None:
+            least[key] = min(least.get(key, config.min_blocks), config.min_blocks)
+    kept = [
+        config
+        for config, v in zip(configs, variants, strict=True)
+        if code(config, v) is None or config.min_blocks == least[code(config, v)]
+    ]
+    return kept, len(configs) - len(kept)
+
+
+def fits_targets(spec, config, archs: tuple[str, ...] = FIT_ARCHS) -> bool:
+    """Whether a config fits every target arch (its layout is accepted there) and compiles there
+    without spills where its family holds it to that (tensor-core dense configs and every sparse
+    config; the dense FMA path is not): what a shipped config must do. A sweep's default row is
+    timed unpruned, so this also keeps a default that only fits the test GPU out of the
+    database."""
+    family = family_of(spec)
     for arch in archs:
         try:
-            kernel = build(spec, config, arch)
+            kernel = family.build(spec, config, arch)
         except ConfigError:
             return False
-        if config.compute == "mma" and kernel.resources.spills:
+        if family.held_to_no_spills(config) and kernel.resources.spills:
             return False
     return True
 
 
 def _fits_targets(case: Case, row: dict, archs: tuple[str, ...]) -> bool:
-    return fits_targets(case.spec, Config.from_dict(row["config"]), archs)
+    family = family_of(case.spec)
+    return fits_targets(case.spec, family.config_type.from_dict(row["config"]), archs)
 
 
 def _summarise(
-    case: Case, entry: dict, progress: Progress, default: Config, also_fit: tuple[str, ...]
+    case: Case, entry: dict, progress: Progress, default, also_fit: tuple[str, ...]
 ) -> None:
     """Gather this case's trial rows; the best is the fastest correct one that also fits the
     target archs and compiles there without spills (what is shipped must run well there too)."""

@@ -1,0 +1,75 @@
+// Sparse MLA: the kernel parameters, where a block's rows live, the slice of the top-k list one
+// split reads, and how a row's softmax state becomes its result. Block (split, head group, query
+// token bt = b * Q_LEN + t); its ROWS rows are HEADS_PER_BLOCK heads of that token. The combine
+// (mla/combine.cuh) is the dense family's, with bt in the place of the sequence.
+
+namespace mla {
+
+constexpr int HEAD_DIM = LATENT_DIM + ROPE_DIM;
+constexpr int HEAD_GROUPS = HEADS / HEADS_PER_BLOCK;
+constexpr float LN2 = 0.693147180559945309f;
+constexpr float LOG2E = 1.4426950408889634f;
+
+static_assert(HEADS % HEADS_PER_BLOCK == 0, "HEADS_PER_BLOCK must divide HEADS");
+static_assert(ROWS == HEADS_PER_BLOCK, "one query token per block");
+static_assert(KV_FORMAT == KV_BF16 || KV_FORMAT == KV_FP8, "kv format");
+
+{{ params_struct }}
+
+__device__ __forceinline__ int row_head(int r) { return blockIdx.y * HEADS_PER_BLOCK + r; }
+__device__ __forceinline__ const T* q_row(const Params& p, int bt, int r) {
+  return p.q + (bt / Q_LEN) * p.q_sb + (bt % Q_LEN) * p.q_st + row_head(r) * p.q_sh;
+}
+__device__ __forceinline__ T* out_row(const Params& p, int bt, int r) {
+  return p.out + (bt / Q_LEN) * p.o_sb + (bt % Q_LEN) * p.o_st + row_head(r) * p.o_sh;
+}
+__device__ __forceinline__ float* lse_at(const Params& p, int bt, int r) {
+  return p.lse + static_cast<long long>(bt) * HEADS + row_head(r);
+}
+__device__ __forceinline__ const int* index_row(const Params& p, int bt) {
+  return p.indices + (bt / Q_LEN) * p.idx_sb + (bt % Q_LEN) * p.idx_st;
+}
+
+// The entries [begin, end) of the top-k list one split reads: whole tiles of TILE entries, the
+// last cut at topk. A slot outside [-1, num_slots) in them `poisons` the split: it reads nothing
+// and its rows become NaN (so do the merged rows).
+struct Range {
+  int begin, end;
+  bool poisoned;
+};
+
+template <int THREADS, int TILE>
+__device__ Range split_range(const Params& p, const int* slots, int split, int num_splits) {
+  const int tiles = (p.topk + TILE - 1) / TILE;
+  const int per_split = (tiles + num_splits - 1) / num_splits;
+  const int begin = min(split * per_split * TILE, p.topk);
+  const int end = min(begin + per_split * TILE, p.topk);
+  bool bad = false;
+  for (int i = begin + threadIdx.x; i < end; i += THREADS) {
+    const int s = __ldg(slots + i);
+    bad |= s < -1 || s >= p.num_slots;
+  }
+  const bool poisoned = __syncthreads_or(bad);
+  return {poisoned ? 0 : begin, poisoned ? 0 : end, poisoned};
+}
+
+// How one row's softmax state becomes its result: 1/l scales o, lse = m + log2(l) (log2 units).
+// A row that saw nothing (every entry -1) gets o = 0, lse = -inf; a poisoned one NaN.
+struct Finish {
+  float scale, lse2;
+  __device__ __forceinline__ Finish(float m, float l, bool poisoned) {
+    if (poisoned) {
+      scale = lse2 = CUDART_NAN_F;
+    } else if (l > 0.f || l != l) {
+      scale = 1.f / l;
+      lse2 = m + log2f(l);
+    } else {
+      scale = 0.f;
+      lse2 = -CUDART_INF_F;
+    }
+  }
+  __device__ __forceinline__ float apply(float o) const { return scale == 0.f ? 0.f : o * scale; }
+  __device__ __forceinline__ float lse() const { return lse2 * LN2; }
+};
+
+}  // namespace mla
