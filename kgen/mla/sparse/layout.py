@@ -45,6 +45,11 @@ class SparseLayout:
     registers_estimate: int
 
     @property
+    def q_placement(self) -> str:
+        """Where q's A fragments come from: registers or shared memory."""
+        return "registers" if self.q_in_registers else "shared"
+
+    @property
     def main_smem(self) -> int:
         return (
             self.q_bytes
