@@ -18,7 +18,7 @@ from kgen import __version__
 from kgen.arch import resolve_arch
 from kgen.compiler import CompileError, nvrtc_version
 from kgen.mla import Config, ConfigError, Spec, build
-from kgen.mla.heuristic import default_config
+from kgen.mla.choose import compiled_default
 from kgen.mla.tuning import TuningDB, bucket
 from kgen.tune.space import FIT_ARCHS, Axes, Case, enumerate_configs, prune, split_candidates
 from kgen.tune.worker import TrialCrashed
@@ -194,7 +194,7 @@ def _time_cases(
         seed = options.seed
         for case, entry in zip(cases, report["cases"], strict=True):
             started = time.time()
-            default = default_config(case.spec, case.batch, case.max_len, arch, sms)
+            default = compiled_default(case.spec, case.batch, case.max_len, arch, sms)
             variants = [v for v in entry["variants"] if v["status"] == "compiled"]
             configs = [Config.from_dict(v["config"]) for v in variants]
             jobs = [
