@@ -97,6 +97,26 @@ def test_default_config_is_valid_for_every_grid_case(case, arch):
         assert res.smem <= ARCHS[arch].smem_per_block and res.spills == 0, res.summary()
 
 
+def test_the_default_refits_its_splits_to_the_compiled_kernels_blocks_per_sm(monkeypatch):
+    from types import SimpleNamespace
+
+    from kgen.mla import choose
+
+    case = next(c for c in GRID if c.name == "dsv3-tp8-decode-long")  # 32 blocks before splitting
+    args = (case.spec, case.batch, case.max_len, ARCHS["sm_90"], 132)
+    estimated = default_config(*args)
+    assert estimated.kv_splits == 12  # the layout model's 3 blocks per SM: 396 slots
+    compiled = SimpleNamespace(
+        resources=SimpleNamespace(occupancy=SimpleNamespace(blocks_per_sm=2))
+    )
+    monkeypatch.setattr(choose, "build", lambda spec, config, arch: compiled)
+    assert choose.compiled_default(*args) == replace(estimated, kv_splits=8)  # 264 slots
+    monkeypatch.undo()
+    # sm_120's defaults are bound by shared memory, which the model knows exactly: no change
+    sm120 = (case.spec, case.batch, case.max_len, ARCHS["sm_120"], 188)
+    assert choose.compiled_default(*sm120) == default_config(*sm120)
+
+
 def test_bucket():
     assert bucket(1, 16448) == "b1_l32768"
     assert bucket(32, 4096) == "b32_l4096" and bucket(33, 4097) == "b64_l8192"

@@ -117,13 +117,20 @@ def default_config(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_coun
     else:
         raise ConfigError(f"no default config fits {spec.short_name()} on {arch.name}")
     occupancy = arch.occupancy(layout.threads, layout.registers_estimate, layout.dynamic_smem)
-    wave = sm_count * max(1, occupancy.blocks_per_sm)  # blocks resident at once
+    splits = one_wave_splits(spec, config, batch, max_seq_len, occupancy.blocks_per_sm, sm_count)
+    return Config(**{**config.to_dict(), "kv_splits": splits})
+
+
+def one_wave_splits(
+    spec: Spec, config: Config, batch: int, max_seq_len: int, blocks_per_sm: int, sm_count: int
+) -> int:
+    """As many KV splits as one wave of blocks holds (`blocks_per_sm` on every SM), never more:
+    a few blocks past a wave cost a second one (H200 sweep, 2026-11-30d: 4 splits of 32 blocks on
+    132 SMs 145 us, 5 splits 241 us); and no split shorter than is worth its pipeline fill."""
+    wave = sm_count * max(1, blocks_per_sm)  # blocks resident at once
     blocks = batch * (spec.heads // config.heads_per_block)
     shortest = (
         MMA_MIN_SPLIT_POSITIONS if config.compute == "mma" else MIN_TILES_PER_SPLIT * config.block_n
     )
     max_splits = max(1, math.ceil(max_seq_len / shortest))
-    # As many splits as fit in one wave, never more: a few blocks past a wave cost a second one
-    # (H200 sweep, 2026-11-30d: 4 splits of 32 blocks on 132 SMs 145 us, 5 splits 241 us).
-    splits = min(max_splits, max(1, wave // max(1, blocks)), 256)
-    return Config(**{**config.to_dict(), "kv_splits": splits})
+    return min(max_splits, max(1, wave // max(1, blocks)), 256)

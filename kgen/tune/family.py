@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from kgen.arch import Arch
 from kgen.mla import Config, SparseConfig, build, build_sparse
-from kgen.mla.heuristic import default_config
+from kgen.mla.choose import compiled_default
 from kgen.mla.program import ATTENTION
 from kgen.mla.sparse.heuristic import default_sparse_config
 from kgen.mla.sparse.program import ATTENTION as SPARSE_ATTENTION
@@ -41,7 +41,9 @@ DENSE = Family(
     build=build,
     enumerate=lambda spec, options: enumerate_configs(spec, options.axes),
     prune=prune,
-    default=lambda case, arch, sms: default_config(case.spec, case.batch, case.max_len, arch, sms),
+    default=lambda case, arch, sms: compiled_default(
+        case.spec, case.batch, case.max_len, arch, sms
+    ),
     splits=split_candidates,
     bucket=lambda case: bucket(case.batch, case.max_len),
     held_to_no_spills=lambda config: config.compute == "mma",  # the FMA path is not
