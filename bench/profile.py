@@ -22,7 +22,7 @@ import torch  # noqa: E402
 from kgen.mla import Config, build  # noqa: E402
 from kgen.mla.choose import choose_config  # noqa: E402
 from kgen.mla.workload import make_workload  # noqa: E402
-from kgen.tune.space import load_grid  # noqa: E402
+from kgen.tune.space import load_grid, parse_case_overrides  # noqa: E402
 
 BEFORE = {  # the FMA winners of the 2026-11-29 sweep (bench/RESULTS.md)
     "kimi-tp8-verify-tree": Config(heads_per_block=1, kv_splits=33, smem_stages=3, block_n=16),
@@ -39,13 +39,12 @@ def variants(names: list[str]):
     grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json", "dense")}
     index = torch.cuda.current_device()
     for name in names or BEFORE:
-        name, _, overrides = name.partition(":")
+        name, fields = parse_case_overrides(name)
         case = grid[name]
         if not names:
             yield case, "before", BEFORE[name]
         config = choose_config(case.spec, case.batch, case.max_len, index)
-        fields = dict(item.split("=") for item in overrides.split(",") if item)
-        yield case, "after", dataclasses.replace(config, **{k: int(v) for k, v in fields.items()})
+        yield case, "after", dataclasses.replace(config, **fields)
 
 
 def main() -> int:

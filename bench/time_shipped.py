@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgen.arch import resolve_arch  # noqa: E402
 from kgen.mla import Config  # noqa: E402
-from kgen.tune.space import load_grid  # noqa: E402
+from kgen.tune.space import load_grid, parse_case_overrides  # noqa: E402
 from kgen.tune.sweep import compile_space  # noqa: E402
 from kgen.tune.trials import Trials  # noqa: E402
 
@@ -35,9 +35,8 @@ def shipped_configs() -> dict[str, Config]:
 
 def _config(name: str, configs: dict[str, Config]) -> tuple[str, Config]:
     """The grid case of `CASE[:field=value,...]` and its shipped config with those fields."""
-    case, _, overrides = name.partition(":")
-    fields = dict(item.split("=") for item in overrides.split(",") if item)
-    return case, dataclasses.replace(configs[case], **{k: int(v) for k, v in fields.items()})
+    case, fields = parse_case_overrides(name)
+    return case, dataclasses.replace(configs[case], **fields)
 
 
 def main() -> int:

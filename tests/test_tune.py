@@ -16,7 +16,15 @@ from kgen.arch import ARCHS
 from kgen.mla import Config, Spec, layout_for
 from kgen.mla.heuristic import default_config
 from kgen.mla.tuning import TuningDB, bucket, code_stamp, staleness
-from kgen.tune.space import Axes, Case, enumerate_configs, load_grid, prune, split_candidates
+from kgen.tune.space import (
+    Axes,
+    Case,
+    enumerate_configs,
+    load_grid,
+    parse_case_overrides,
+    prune,
+    split_candidates,
+)
 from kgen.tune.sweep import SweepOptions, run_sweep
 from kgen.tune.worker import TrialCrashed
 
@@ -72,6 +80,14 @@ def test_split_candidates_stay_within_tiles():
         splits = split_candidates(case, config, sm_count=132)
         assert splits == sorted(splits) and len(splits) <= 4
         assert max(splits) <= -(-case.max_len // config.block_n)
+
+
+def test_case_overrides_parse_into_integer_config_fields():
+    assert parse_case_overrides("dsv3-tp1-batch") == ("dsv3-tp1-batch", {})
+    assert parse_case_overrides("c:min_blocks=2,kv_splits=8") == (
+        "c",
+        {"min_blocks": 2, "kv_splits": 8},
+    )
 
 
 def test_split_candidates_fill_whole_waves_of_the_compiled_occupancy():

@@ -196,3 +196,11 @@ def split_candidates(
     if len(options) > max_candidates:
         options = options[-max_candidates:]
     return options
+
+
+def parse_case_overrides(name: str) -> tuple[str, dict[str, int]]:
+    """`CASE:field=value,...` (the bench tools' way to vary a case's config) -> the case's name
+    and the integer Config fields to replace."""
+    case, _, overrides = name.partition(":")
+    fields = dict(item.split("=") for item in overrides.split(",") if item)
+    return case, {k: int(v) for k, v in fields.items()}
