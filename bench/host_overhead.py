@@ -76,6 +76,7 @@ def gpu_rows():
             "cuLaunchKernel, prepacked (floor)",
             lambda: driver.cuLaunchKernel(*head, handle, argv, 0),
         ),
+        *launch_alternatives(head, handle, argv),
         ("PackedLaunch.launch", lambda: packed.launch(stream)),
         (
             "runner.run, out/lse given",
@@ -103,6 +104,28 @@ def gpu_rows():
         ("kgen.mla.attention", lambda: kgen.mla.attention(*w.args(), config=CONFIG)),
         ("kgen.mla.attention, config='auto'", lambda: kgen.mla.attention(*w.args())),
         ("prebuilt kernel(...)", lambda: runner.kernel(*w.args())),
+    ]
+
+
+def launch_alternatives(head, stream, argv):
+    """The same prepacked launch through the other routes cuda-python offers: the context's
+    CUfunction instead of the library's CUkernel, cuLaunchKernelEx with a config made once."""
+    kernel, grid, block, smem = head[0], head[1:4], head[4:7], head[7]
+    _, function = driver.cuKernelGetFunction(kernel)
+    function_head = (function, *head[1:])
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = grid
+    config.blockDimX, config.blockDimY, config.blockDimZ = block
+    config.sharedMemBytes, config.hStream, config.numAttrs = smem, stream, 0
+    return [
+        (
+            "cuLaunchKernel, CUfunction handle",
+            lambda: driver.cuLaunchKernel(*function_head, stream, argv, 0),
+        ),
+        (
+            "cuLaunchKernelEx, config made once",
+            lambda: driver.cuLaunchKernelEx(config, function, argv, 0),
+        ),
     ]
 
 
