@@ -30,7 +30,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def shipped_configs() -> dict[str, Config]:
     entries = json.loads((ROOT / "kgen/tuned/tuning.json").read_text())["entries"]
-    return {e["case"]: Config(**e["config"]) for e in entries.values() if "case" in e}
+    return {
+        e["case"]: Config(**e["config"])
+        for e in entries.values()
+        if "case" in e and e.get("family", "dense") == "dense"
+    }
 
 
 def _config(name: str, configs: dict[str, Config]) -> tuple[str, Config]:
