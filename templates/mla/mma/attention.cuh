@@ -113,6 +113,15 @@ __device__ __forceinline__ int fetch_page(const Params& p, int b, int start, int
 // (With QK_AHEAD the next q.K^T comes at the end of the iteration: too late for the copies.)
 constexpr bool SPREAD_COPIES = NUM_WARPS >= 8 && !QK_AHEAD;
 
+// A 16-byte cp.async of a piece of a KV row (zero-filled past `bytes`) that asks L2 to fetch its
+// whole 128-byte line (.L2::128B). Measured on the H200: 1-2% faster on the decode cases than no
+// hint; 256 B neutral; .ca (L1 too) 4-10% slower.
+__device__ __forceinline__ void copy_piece(void* smem, const void* gmem, int bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(kgen::smem_address(smem)), "l"(gmem),
+               "r"(bytes)
+               : "memory");
+}
+
 // The copy of KV tile [start, start + BLOCK_N) into shared memory, addressed once and issued in
 // pieces (piece j: this thread's j-th 16-byte chunk), with SPREAD_COPIES over the next q.K^T's k
 // steps, so that the copies do not fill the memory pipe at once after the barrier and stall every
@@ -136,7 +145,7 @@ struct TileCopy {
   __device__ __forceinline__ void piece(int j) const {
     const int chunk = threadIdx.x % LOAD_THREADS_PER_ROW;
     if (bytes >= 0 && (CHUNKS % LOAD_THREADS_PER_ROW == 0 || chunk + j * LOAD_THREADS_PER_ROW < CHUNKS))
-      kgen::cp_async_zfill(dst + j * LOAD_THREADS_PER_ROW * 8, src + j * LOAD_THREADS_PER_ROW * 8, bytes);
+      copy_piece(dst + j * LOAD_THREADS_PER_ROW * 8, src + j * LOAD_THREADS_PER_ROW * 8, bytes);
   }
 
   // With SPREAD_COPIES, the pieces dealt to k step kk of a loop of `steps` (all of them over

@@ -1,0 +1,67 @@
+"""Re-tune the shipped configs after a kernel change that leaves the design space alone: each
+dense 16-bit grid case's shipped config (kgen/tuned/tuning.json) is swept again with every axis
+pinned to it, so only its KV split count is re-chosen (the sweep's split candidates), checked
+against the float64 oracle and timed with today's code, and its entry re-recorded (new code
+stamp, new trials) in --db. Far cheaper than a full sweep; it finds no new configs.
+
+    PYTHONPATH=. python3 bench/retune_shipped.py --out DIR --db DB [--reps N] [CASE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kgen.arch import resolve_arch  # noqa: E402
+from kgen.mla import Config  # noqa: E402
+from kgen.tune.space import Axes, load_grid  # noqa: E402
+from kgen.tune.sweep import SweepOptions, compile_space, run_sweep  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from time_shipped import shipped_configs  # noqa: E402
+
+
+def pinned_axes(config: Config) -> Axes:
+    """The sweep axes that enumerate exactly `config` (kv_splits aside)."""
+    return Axes(
+        heads_per_block=(config.heads_per_block,),
+        num_warps=(config.num_warps,),
+        vec_width=(config.vec_width,),
+        computes=(config.compute,),
+        stage_tiles=((config.smem_stages, config.block_n),),
+        mma_stage_tiles=((config.smem_stages, config.block_n),),
+        col_groups=(config.col_groups,),
+        min_blocks=(config.min_blocks,),
+        qk_ahead=(config.qk_ahead,),
+        split_reduce=(config.split_reduce,),
+        split_softmax=(config.split_softmax,),
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="*", help="grid cases (default: every 16-bit dense one)")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--db", type=Path, required=True)
+    parser.add_argument("--reps", type=int, default=10)
+    args = parser.parse_args()
+    grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
+    configs = shipped_configs()
+    names = args.cases or [n for n in configs if grid[n].spec.dtype != "float32"]
+    arch = resolve_arch("native").name
+    compile_space([(grid[n].spec, configs[n]) for n in names], arch)  # all at once, in parallel
+    for name in names:
+        options = SweepOptions(axes=pinned_axes(configs[name]), db_path=args.db, reps=args.reps)
+        report = run_sweep([grid[name]], args.out / name, options)
+        best = report["cases"][0].get("best") or {}
+        print(json.dumps({"case": name, "best": best.get("config"), "us": best.get("median_us")}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
