@@ -3,8 +3,11 @@ dense 16-bit grid case's shipped config (kgen/tuned/tuning.json) is swept again 
 pinned to it, so only its KV split count is re-chosen (the sweep's split candidates), checked
 against the float64 oracle and timed with today's code, and its entry re-recorded (new code
 stamp, new trials) in --db. Far cheaper than a full sweep; it finds no new configs.
+`--record` records the winners of an earlier run's DIR/<case>/results.json instead (where the
+device's database did not come back, say).
 
     PYTHONPATH=. python3 bench/retune_shipped.py --out DIR --db DB [--reps N] [CASE ...]
+    python3 bench/retune_shipped.py --record --out DIR --db DB
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ sys.path.insert(0, str(ROOT))
 
 from kgen.arch import resolve_arch  # noqa: E402
 from kgen.mla import Config  # noqa: E402
+from kgen.mla.tuning import TuningDB  # noqa: E402
 from kgen.tune.space import Axes, load_grid  # noqa: E402
-from kgen.tune.sweep import SweepOptions, compile_space, run_sweep  # noqa: E402
+from kgen.tune.sweep import SweepOptions, compile_space, record_best, run_sweep  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from time_shipped import shipped_configs  # noqa: E402
@@ -49,10 +53,16 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--record", action="store_true", help="record --out's results only")
     args = parser.parse_args()
     grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
     configs = shipped_configs()
     names = args.cases or [n for n in configs if grid[n].spec.dtype != "float32"]
+    if args.record:
+        for name in names:
+            report = json.loads((args.out / name / "results.json").read_text())
+            record_best(TuningDB(args.db), grid[name], report["cases"][0], report["meta"])
+        return 0
     arch = resolve_arch("native").name
     compile_space([(grid[n].spec, configs[n]) for n in names], arch)  # all at once, in parallel
     for name in names:

@@ -291,33 +291,37 @@ def _time_cases(
                     progress.add({"id": gid, "row": graph})
                 if chosen:
                     chosen["graph"] = progress.done[gid]["row"]
-            if entry.get("best"):
-                best = entry["best"]
-                db.record(
-                    gpu,
-                    arch.name,
-                    case.spec,
-                    family.bucket(case),
-                    report["meta"]["nvrtc"],
-                    family.config_type.from_dict(best["config"]),
-                    {
-                        "median_us": best["median_us"],
-                        "case": case.name,
-                        "date": report["meta"]["date"],
-                    },
-                    trials=[
-                        [
-                            family.config_type.from_dict(r["config"]).short_name(),
-                            r["config"]["kv_splits"],
-                            r["median_us"],
-                        ]
-                        for r in entry["trials"]
-                        if r["status"] == "ok"
-                    ],
-                )
+            record_best(db, case, entry, report["meta"])
             entry["seconds"] = time.time() - started
     finally:
         executor.close()
+
+
+def record_best(db: TuningDB, case: Case, entry: dict, meta: dict) -> None:
+    """Store a timed case's winner and its trials (a results.json case entry, the sweep's meta)
+    in the tuning database, stamped with today's code."""
+    best = entry.get("best")
+    if not best:
+        return
+    family = family_of(case.spec)
+    db.record(
+        meta["gpu"],
+        meta["arch"],
+        case.spec,
+        family.bucket(case),
+        meta["nvrtc"],
+        family.config_type.from_dict(best["config"]),
+        {"median_us": best["median_us"], "case": case.name, "date": meta["date"]},
+        trials=[
+            [
+                family.config_type.from_dict(r["config"]).short_name(),
+                r["config"]["kv_splits"],
+                r["median_us"],
+            ]
+            for r in entry["trials"]
+            if r["status"] == "ok"
+        ],
+    )
 
 
 def _distinct(family, variants: list[dict]) -> tuple[list, int]:
