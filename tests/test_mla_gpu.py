@@ -282,6 +282,23 @@ def test_nonfinite_draft_kv_reaches_only_the_rows_that_see_it(config, value):
     assert rows[:, [3, 5]].all() and not rows[:, [0, 1, 2, 4]].any()
 
 
+@settings(max_examples=30)
+@given(data=st.data())
+def test_swapped_rows_match_reference(data):
+    """Blocks of at most 8 rows on the n8 side of both products (swap_rows)."""
+    spec = Spec(
+        heads=data.draw(st.sampled_from([1, 2, 4, 8, 16]), label="heads"),
+        dtype=data.draw(st.sampled_from(["float16", "bfloat16"]), label="dtype"),
+        page_size=data.draw(st.sampled_from([1, 16, 64]), label="page_size"),
+        mask="none",
+    )
+    swapped = configs(spec, native(), computes=("mma",)).filter(lambda c: c.swap_rows)
+    config = data.draw(swapped, label="config")
+    w = make_workload(spec, data.draw(seq_lens(spec)), seed=data.draw(SEEDS))
+    out, lse = run_poisoned(build(spec, config, "native"), w)
+    check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)
+
+
 @settings(max_examples=20)
 @given(data=st.data())
 def test_mma_agrees_with_fma(data):

@@ -581,11 +581,18 @@ __device__ __forceinline__ void pv_tile(const T* tile, const T* p_s, Accum& o, c
   }
 }
 
+// The kernel of SWAP_ROWS blocks (mla/mma/swapped.cuh).
+__device__ __forceinline__ void attention_swapped(const Params& p, unsigned char* smem);
+
 }  // namespace mla
 
 extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_attention(const mla::Params p) {
   using namespace mla;
   extern __shared__ __align__(16) unsigned char smem[];
+  if constexpr (SWAP_ROWS) {
+    attention_swapped(p, smem);
+    return;
+  }
   T* q_s = reinterpret_cast<T*>(smem);
   T* tiles = reinterpret_cast<T*>(smem + TILES_OFFSET);
   float* scores = reinterpret_cast<float*>(smem + SCORES_OFFSET);
