@@ -5,14 +5,13 @@
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
-timeout 170 python3 -m pytest -q -n 14 -p no:cacheprovider -rfEs \
+timeout 120 python3 -m pytest -q -n 14 -p no:cacheprovider -rfEs \
   "tests/test_mla_gpu.py::test_swapped_rows_match_reference" \
-  "tests/test_mla_gpu.py::test_matches_reference" \
   "tests/test_mla_gpu.py::test_result_does_not_depend_on_the_config" > "$out/swap-tests.log" 2>&1
 echo "tests exit $?: $(tail -1 "$out/swap-tests.log")"
 grep -E "^(FAILED|ERROR)|Falsifying|swap_rows=1" "$out/swap-tests.log" | head -20
 b=kimi-tp8-decode-batch; l=kimi-tp8-decode-long
-timeout 120 python3 bench/time_shipped.py $b $l \
+timeout 100 python3 bench/time_shipped.py $b $l \
   "$b:swap_rows=1,split_softmax=0" "$b:swap_rows=1,split_softmax=0,kv_splits=16" \
   "$b:swap_rows=1,split_softmax=0,qk_ahead=0" "$b:swap_rows=1,split_softmax=0,qk_ahead=0,smem_stages=2,kv_splits=16" \
   "$l:swap_rows=1,split_softmax=0" "$l:swap_rows=1,split_softmax=0,qk_ahead=1,min_blocks=0" \
