@@ -435,8 +435,8 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                 dict(
                     heads_per_block=8,
                     kv_splits=1,
-                    smem_stages=4,
-                    block_n=64,
+                    smem_stages=2,
+                    block_n=32,
                     num_warps=2,
                     col_groups=2,
                     swap_rows=1,
