@@ -1,4 +1,4 @@
-// SWAP_ROWS: a block of at most 8 query rows (H = 8 decode, say) on the n8 side of both products,
+// Swapped rows (Config.swap_rows): a block of at most 8 query rows (H = 8 decode, say) on the n8 side of both products,
 // so that no MMA spends half its rows on padding:
 //   S^T [positions x rows] = K [positions x 576] . q^T   (A = K from ldmatrix, B = q in registers)
 //   O^T [512 x rows]      += V^T [512 x positions] . P^T  (A = V^T from ldmatrix.trans, B = P^T)
@@ -12,14 +12,14 @@
 
 namespace mla {
 
-constexpr int D_TILES = SWAP_ROWS ? LATENT_DIM / 16 / COL_GROUPS : 1;  // m16 tiles of output dims per warp
+constexpr int D_TILES = LATENT_DIM / 16 / COL_GROUPS;  // m16 tiles of output dims per warp
 constexpr int P_TILES = BLOCK_N / 16;                                  // m16 tiles of positions
 constexpr int SWAP_SCORE_FLOATS = COL_GROUPS * BLOCK_N * 8;           // one tile's partial scores
-static_assert(!SWAP_ROWS || ROWS <= 8, "swapped rows: at most 8 rows, the n8 side of the MMA");
-static_assert(!SWAP_ROWS || MASK_KIND == MASK_NONE, "swapped rows: mask 'none' only");
-static_assert(!SWAP_ROWS || (!SPLIT_SOFTMAX && !SPLIT_REDUCE), "swapped rows: one softmax per warp");
-static_assert(!SWAP_ROWS || NUM_WARPS == COL_GROUPS, "swapped rows: one row group");
-static_assert(!SWAP_ROWS || D_TILES * 16 * COL_GROUPS == LATENT_DIM, "column groups split V in m16 pieces");
+static_assert(ROWS <= 8, "swapped rows: at most 8 rows, the n8 side of the MMA");
+static_assert(MASK_KIND == MASK_NONE, "swapped rows: mask 'none' only");
+static_assert((!SPLIT_SOFTMAX && !SPLIT_REDUCE), "swapped rows: one softmax per warp");
+static_assert(NUM_WARPS == COL_GROUPS, "swapped rows: one row group");
+static_assert(D_TILES * 16 * COL_GROUPS == LATENT_DIM, "column groups split V in m16 pieces");
 
 using QFragsT = unsigned[WARP_K][2];
 using AccumT = float[D_TILES][4];
@@ -137,8 +137,13 @@ __device__ __forceinline__ void pv_swapped(const T* tile, const PFragsT& pb, Acc
     }
 }
 
-// The whole kernel for SWAP_ROWS (the same pipeline, copies and split bookkeeping as the row path).
-__device__ __forceinline__ void attention_swapped(const Params& p, unsigned char* smem) {
+}  // namespace mla
+
+// The kernel entry of swapped-rows blocks: the row path's pipeline, copies and split bookkeeping
+// (mla/mma/kernel.cuh) around the three steps above.
+extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_attention(const mla::Params p) {
+  using namespace mla;
+  extern __shared__ __align__(16) unsigned char smem[];
   T* tiles = reinterpret_cast<T*>(smem + TILES_OFFSET);
   float* scores = reinterpret_cast<float*>(smem + SCORES_OFFSET);
   const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;
@@ -255,5 +260,3 @@ __device__ __forceinline__ void attention_swapped(const Params& p, unsigned char
     finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));
   }
 }
-
-}  // namespace mla
