@@ -41,6 +41,21 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
     compute = draw(st.sampled_from(computes if spec.dtype != "float32" else ("fma",)))
     if compute == "mma":
         warps = draw(st.sampled_from([1, 2, 4, 8]))
+        small = [h for h in divisors(spec.heads) if h * spec.q_len <= 8]
+        if spec.mask == "none" and small and draw(st.sampled_from([0, 0, 1])):
+            return Config(  # rows on the n8 side (swap_rows): its own constraints
+                heads_per_block=draw(st.sampled_from(small)),
+                kv_splits=draw(st.sampled_from(SPLITS)),
+                vec_width=8,
+                smem_stages=draw(st.integers(2, 4)),
+                num_warps=warps,
+                block_n=draw(st.sampled_from([16, 32, 48, 64])),
+                compute="mma",
+                col_groups=warps,
+                min_blocks=draw(st.sampled_from([0, 1, 2])),
+                qk_ahead=draw(st.sampled_from([0, 1])),
+                swap_rows=1,
+            )
         split_reduce = draw(st.sampled_from([0, 1])) if warps > 1 else 0
         return Config(
             heads_per_block=draw(st.sampled_from(divisors(spec.heads))),

@@ -129,6 +129,16 @@ def compiler_disabled():
             "block_n",
             "16, 32 or 64",
         ),
+        (Spec(heads=8), Config(swap_rows=1), "swap_rows", "'mma' only"),
+        (Spec(heads=16), replace(MMA, heads_per_block=16, swap_rows=1), "swap_rows", "at most 8"),
+        (
+            Spec(heads=8, q_len=2, mask="causal"),
+            replace(MMA, heads_per_block=4, swap_rows=1),
+            "swap_rows",
+            "mask 'none'",
+        ),
+        (Spec(heads=8), replace(MMA, swap_rows=1, split_softmax=1), "swap_rows", "whole softmax"),
+        (Spec(heads=8), replace(MMA, num_warps=8, swap_rows=1), "col_groups", "equal num_warps"),
     ],
 )
 def test_refusals_name_field_and_reason(spec, config, field, reason):
@@ -153,6 +163,19 @@ def test_readme_mma_example_builds_for_sm120():
     assert Config(**{k.arg: ast.literal_eval(k.value) for k in keywords}) == config
     res = build(INTERFACE_SPEC, config, "sm_120").resources
     assert res.spills == 0 and res.smem <= ARCHS["sm_120"].smem_per_block
+
+
+def test_swapped_rows_compile_for_sm120_with_half_the_registers():
+    """Rows on the n8 side (swap_rows): an H = 8 decode block keeps 32 accumulator registers a
+    thread, not 64, and compiles for sm_120 without spills."""
+    spec = Spec(heads=8)
+    rows = build(spec, replace(MMA, smem_stages=3, qk_ahead=1), "sm_120")
+    swapped = build(spec, replace(MMA, smem_stages=3, qk_ahead=1, swap_rows=1), "sm_120")
+    (row_usage,) = rows.binary.usage.values()
+    (usage,) = swapped.binary.usage.values()
+    assert usage.spill_stores == usage.spill_loads == 0
+    assert usage.registers < row_usage.registers - 32
+    assert swapped.layout.padding == 0 and rows.layout.padding == 0.5
 
 
 def test_a_register_estimate_is_no_refusal():

@@ -3,15 +3,18 @@ fresh inputs, plus the properties that must hold whatever the config."""
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kgen.arch import resolve_arch
-from kgen.mla import Config, Spec, build
+from kgen.mla import Config, ConfigError, Spec, build, layout_for
 from kgen.mla.workload import make_workload
 
+from .conftest import GPU
 from .mla_helpers import never_visible, reference_for, run_poisoned, to_numpy
 from .reference import TOLERANCE, check_attention, relative_errors
 from .strategies import configs, seq_lens, specs
@@ -280,6 +283,65 @@ def test_nonfinite_draft_kv_reaches_only_the_rows_that_see_it(config, value):
     bad = out.float().isnan() | out.float().isinf()
     rows = bad.any(dim=-1).any(dim=-1)  # [B, T]
     assert rows[:, [3, 5]].all() and not rows[:, [0, 1, 2, 4]].any()
+
+
+@settings(max_examples=30)
+@given(data=st.data())
+def test_swapped_rows_match_reference(data):
+    """Blocks of at most 8 rows on the n8 side of both products (swap_rows)."""
+    spec = Spec(
+        heads=data.draw(st.sampled_from([1, 2, 4, 8, 16]), label="heads"),
+        dtype=data.draw(st.sampled_from(["float16", "bfloat16"]), label="dtype"),
+        page_size=data.draw(st.sampled_from([1, 16, 64]), label="page_size"),
+        mask="none",
+    )
+    swapped = configs(spec, native(), computes=("mma",)).filter(lambda c: c.swap_rows)
+    config = data.draw(swapped, label="config")
+    w = make_workload(spec, data.draw(seq_lens(spec)), seed=data.draw(SEEDS))
+    out, lse = run_poisoned(build(spec, config, "native"), w)
+    check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)
+
+
+def _swapped_sample(count: int = 28) -> list[tuple[Spec, Config, list[int]]]:
+    """A fixed spread of swap_rows variants (every axis it takes), each valid for the GPU here."""
+    rng = random.Random(7)
+    sample = []
+    while len(sample) < count:
+        heads = rng.choice([1, 2, 4, 8, 16])
+        spec = Spec(
+            heads=heads,
+            dtype=rng.choice(["float16", "bfloat16"]),
+            page_size=rng.choice([1, 16, 64]),
+            mask="none",
+        )
+        warps = rng.choice([1, 2, 4, 8])
+        config = Config(
+            heads_per_block=rng.choice([h for h in (1, 2, 4, 8) if heads % h == 0]),
+            kv_splits=rng.choice([1, 3, 16, 64]),
+            smem_stages=rng.choice([2, 3, 4]),
+            num_warps=warps,
+            col_groups=warps,
+            block_n=rng.choice([16, 32, 64]),
+            compute="mma",
+            qk_ahead=rng.choice([0, 1]),
+            min_blocks=rng.choice([0, 1]),
+            swap_rows=1,
+        )
+        try:
+            layout_for(spec, config, native())
+        except ConfigError:
+            continue
+        lens = [rng.choice([1, 17, 300, 1000]) for _ in range(rng.choice([1, 3]))]
+        sample.append((spec, config, lens))
+    return sample
+
+
+@pytest.mark.parametrize("spec,config,lens", _swapped_sample() if GPU else [])
+def test_swapped_rows_sample_matches_reference(spec, config, lens):
+    """The same check over a fixed sample (parallel under xdist, unlike one hypothesis test)."""
+    w = make_workload(spec, lens, seed=len(lens) * 1000 + config.block_n)
+    out, lse = run_poisoned(build(spec, config, "native"), w)
+    check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)
 
 
 @settings(max_examples=20)

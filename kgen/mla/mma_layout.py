@@ -38,6 +38,7 @@ class MMALayout:
     score_bytes: int
     dynamic_smem: int
     registers_estimate: int  # per thread, before compiling (a pruning hint, not a promise)
+    swapped: bool = False  # rows on the n8 side of the MMAs (swap_rows)
 
     @property
     def main_smem(self) -> int:
@@ -54,7 +55,7 @@ class MMALayout:
     @property
     def padding(self) -> float:
         """Fraction of the MMA rows that are padding."""
-        return 1 - self.rows / (16 * self.m_tiles)
+        return 1 - self.rows / (8 if self.swapped else 16 * self.m_tiles)
 
 
 def _round_up(x: int, unit: int) -> int:
@@ -97,6 +98,20 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         )
     if config.split_softmax and 32 % (config.block_n // 2):
         refuse("block_n", "split_softmax keeps a row's position pairs in one warp: 16, 32 or 64")
+    rows = spec.q_len * config.heads_per_block
+    if config.swap_rows:
+        if rows > 8:
+            refuse("swap_rows", f"puts the rows on the n8 side of the MMA: at most 8, not {rows}")
+        if spec.mask != "none":
+            refuse("swap_rows", f"takes mask 'none' (no draft rows), not '{spec.mask}'")
+        if config.split_softmax or config.split_reduce:
+            refuse(
+                "swap_rows", "every warp runs the whole softmax: split_softmax = split_reduce = 0"
+            )
+        if config.num_warps != config.col_groups:
+            refuse("col_groups", "swap_rows has one row group: col_groups must equal num_warps")
+        if (spec.latent_dim // 16) % config.col_groups:
+            refuse("col_groups", f"must split the {spec.latent_dim} output dims into m16 pieces")
     if config.qk_ahead and config.smem_stages < 3:
         refuse(
             "smem_stages",
@@ -119,7 +134,6 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     n8_tiles = spec.latent_dim // 8
     if n8_tiles % (2 * cols):
         refuse("col_groups", f"must split the {spec.latent_dim} output columns into n16 pieces")
-    rows = spec.q_len * config.heads_per_block
     m_tiles = math.ceil(rows / 16)
     row_groups = config.num_warps // cols
     if m_tiles % row_groups:
@@ -136,7 +150,9 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     q_steps = warp_k if warp_m * warp_k * 4 <= Q_REGISTER_LIMIT else 0
     if q_steps and arch.regs_per_sm // (threads * max(config.min_blocks, 1)) <= TIGHT_REGISTERS:
         q_steps = spec.latent_dim // 16 // cols  # the rope k steps from shared memory
-    q_registers = warp_m * q_steps * 4
+    if config.swap_rows:  # q^T B fragments, 2 registers a k step, all in registers
+        q_steps = warp_k
+    q_registers = (2 if config.swap_rows else warp_m * 4) * q_steps
     q_col = min(q_steps * cols * 16, spec.head_dim)  # the first column of q in shared memory
     q_chunks = (spec.head_dim - q_col) // 8
     q_bytes = m_tiles * 16 * (q_chunks if q_chunks % 2 or not q_chunks else q_chunks + 1) * 16
@@ -155,15 +171,18 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         )
     o_tiles = n8_tiles // cols
     n_tiles = config.block_n // 8
-    registers = (
-        warp_m * o_tiles * 4  # the output accumulator
-        + (2 if config.qk_ahead else 1) * warp_m * n_tiles * 4  # scores (and the next tile's)
-        + warp_m * (4 if config.split_softmax else (config.block_n // 16) * 4)  # P fragments
-        + max(q_registers, warp_m * 4)  # q fragments
-        + 4  # K/V fragments
-        + warp_m * 8  # row states and draft bits
-        + REGISTER_OVERHEAD
-    )
+    if config.swap_rows:  # halves of the row path's fragments: n8 instead of m16
+        registers = (
+            o_tiles * 2  # the output accumulator: m16 tiles of output dims x 8 rows
+            + (2 if config.qk_ahead else 1) * n_tiles * 2  # scores (and the next tile's)
+            + n_tiles  # P^T fragments
+            + q_registers
+            + 4  # K/V fragments
+            + 4  # row states
+            + REGISTER_OVERHEAD
+        )
+    else:
+        registers = _row_registers(config, warp_m, o_tiles, n_tiles, q_registers)
     return MMALayout(
         rows=rows,
         m_tiles=m_tiles,
@@ -178,4 +197,20 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         score_bytes=score_bytes,
         dynamic_smem=max(smem, combine_smem(threads)),
         registers_estimate=registers,
+        swapped=bool(config.swap_rows),
+    )
+
+
+def _row_registers(
+    config: Config, warp_m: int, o_tiles: int, n_tiles: int, q_registers: int
+) -> int:
+    """The register estimate of the row path (rows on the m16 side)."""
+    return (
+        warp_m * o_tiles * 4  # the output accumulator
+        + (2 if config.qk_ahead else 1) * warp_m * n_tiles * 4  # scores (and the next tile's)
+        + warp_m * (4 if config.split_softmax else (config.block_n // 16) * 4)  # P fragments
+        + max(q_registers, warp_m * 4)  # q fragments
+        + 4  # K/V fragments
+        + warp_m * 8  # row states and draft bits
+        + REGISTER_OVERHEAD
     )

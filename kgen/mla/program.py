@@ -96,6 +96,7 @@ def template_values(spec: Spec, config: Config, layout: Layout | MMALayout) -> d
             "qk_ahead": bool(config.qk_ahead),
             "split_reduce": bool(config.split_reduce),
             "split_softmax": bool(config.split_softmax),
+            "swap_rows": bool(config.swap_rows),
             "q_register_steps": layout.q_register_steps,
             "smem_bytes": layout.main_smem,
         }

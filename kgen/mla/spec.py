@@ -98,6 +98,10 @@ class Config(Params):
       (each sums, masks and exponentiates a slice of the scores once) and shares P through shared
       memory, instead of every warp computing the softmax of all its rows' scores; needs
       col_groups > 1, excludes split_reduce (it sums the partials in its slices already).
+    swap_rows: mma only: 1 puts the block's query rows on the n8 side of both products
+      (S^T = K.q^T, O^T = V^T.P^T) instead of padding them to m16 tiles: half the MMAs and
+      accumulator registers for a block of at most 8 rows (H = 8 decode); needs mask 'none',
+      num_warps == col_groups, no split softmax or split reduce.
     """
 
     heads_per_block: int = 1
@@ -112,6 +116,7 @@ class Config(Params):
     qk_ahead: int = 0
     split_reduce: int = 0
     split_softmax: int = 0
+    swap_rows: int = 0
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
@@ -132,6 +137,7 @@ class Config(Params):
         self._require_int("qk_ahead", 0, 1)
         self._require_int("split_reduce", 0, 1)
         self._require_int("split_softmax", 0, 1)
+        self._require_int("swap_rows", 0, 1)
 
     def short_name(self) -> str:
         name = (
@@ -144,4 +150,5 @@ class Config(Params):
         ahead = "_qa" if self.qk_ahead else ""
         reduce = "_sr" if self.split_reduce else ""
         softmax = "_ss" if self.split_softmax else ""
-        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{reduce}{softmax}"
+        swap = "_sw" if self.swap_rows else ""
+        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{reduce}{softmax}{swap}"

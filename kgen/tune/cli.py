@@ -20,6 +20,7 @@ MMA_AXES = {
     "split_reduce": "1 = the column groups' partial scores summed once, a slice per warp",
     "split_softmax": "1 = each tile's softmax split in slices between a row group's warps, P "
     "shared through shared memory",
+    "swap_rows": "1 = the rows (at most 8) on the n8 side of both products, not padded to m16",
 }
 
 

@@ -20,6 +20,8 @@ COLUMNS = [
     "min_blocks",
     "qk_ahead",
     "split_reduce",
+    "split_softmax",
+    "swap_rows",
     "gather_bytes",
     "dequant",
     "registers",
@@ -128,6 +130,7 @@ def config_name(c: dict, splits: bool = True) -> str:
         mma += " qa" if c.get("qk_ahead") else ""
         mma += " sr" if c.get("split_reduce") else ""
         mma += " ss" if c.get("split_softmax") else ""
+        mma += " sw" if c.get("swap_rows") else ""
     return (
         f"hb{c['heads_per_block']}{split} v{c['vec_width']} st{c['smem_stages']} "
         f"w{c['num_warps']} n{c['block_n']}{mma}"

@@ -36,6 +36,7 @@ class Axes:
     qk_ahead: tuple[int, ...] = (0, 1)
     split_reduce: tuple[int, ...] = (0,)
     split_softmax: tuple[int, ...] = (0, 1)
+    swap_rows: tuple[int, ...] = (0, 1)
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,7 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                 qk_ahead=a,
                 split_reduce=r,
                 split_softmax=f,
+                swap_rows=sw,
             )
             for h in hpbs
             for w in axes.num_warps
@@ -141,6 +143,9 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
             if c > 1 or not r
             for f in axes.split_softmax
             if (c > 1 and not r) or not f
+            for sw in axes.swap_rows
+            if not sw
+            or (c == w and not r and not f and h * spec.q_len <= 8 and spec.mask == "none")
         ]
     return configs
 

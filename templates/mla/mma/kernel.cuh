@@ -1,0 +1,190 @@
+// The kernel entry of the row path (rows on the m16 side of both products): the pipeline over
+// the helpers of mla/mma/attention.cuh. (Swapped-rows blocks have their own: mla/mma/swapped.cuh.)
+
+extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_attention(const mla::Params p) {
+  using namespace mla;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* q_s = reinterpret_cast<T*>(smem);
+  T* tiles = reinterpret_cast<T*>(smem + TILES_OFFSET);
+  float* scores = reinterpret_cast<float*>(smem + SCORES_OFFSET);
+  unsigned long long* bad_s = reinterpret_cast<unsigned long long*>(smem + BAD_OFFSET);
+  T* p_h = reinterpret_cast<T*>(smem + P_OFFSET);                      // SPLIT_SOFTMAX: P
+  float* alpha_s = reinterpret_cast<float*>(smem + ROW_STATE_OFFSET);  // its rescale factors, then m
+  float* l_s = alpha_s + M_TILES * 16;
+
+  const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;
+  const Lane ln;
+  if (num_splits > 1) note_started(p, b);
+
+  // q: this warp's A fragments of its first Q_REG_STEPS k steps in registers, the block's rows'
+  // columns from Q_SMEM_COL on in shared memory (padding rows are zeros).
+  QFrags qf;
+#pragma unroll
+  for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+    for (int kk = 0; kk < Q_REG_STEPS; ++kk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * (e % 2), ks = kk * COL_GROUPS + ln.cg;
+        const bool inside = r < ROWS && (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS);
+        qf[i][kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, b, r) + 16 * ks + 2 * ln.qd + 8 * (e / 2))) : 0u;
+      }
+  for (int idx = threadIdx.x; idx < M_TILES * 16 * Q_SMEM_CHUNKS; idx += NUM_THREADS) {
+    const int r = idx / Q_SMEM_CHUNKS, c = idx % Q_SMEM_CHUNKS;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (r < ROWS) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + Q_SMEM_COL + c * 8));
+    *reinterpret_cast<uint4*>(q_s + r * Q_ROW_ELEMS + c * 8) = v;
+  }
+  if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;
+
+  const Range range = split_range<NUM_THREADS, BLOCK_N>(p, b, split, num_splits);  // syncs
+
+  FragRows rows;
+  RowState st;
+  Accum o;
+#pragma unroll
+  for (int i = 0; i < WARP_M; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = frag_row(ln.rg, i, h, ln.g);
+      rows.valid[i][h] = r < ROWS;
+      rows.drafts[i][h] = r < ROWS ? draft_bits(p, b, row_token(r)) : 0ull;
+      st.m[i][h] = -CUDART_INF_F;
+      st.l[i][h] = 0.f;
+    }
+#pragma unroll
+    for (int j = 0; j < O_TILES; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[i][j][e] = 0.f;
+  }
+  Slice sl;
+#pragma unroll
+  for (int k = 0; k < ITEMS; ++k) {
+    const int r = Slice::row(k, ln);
+    sl.m[k] = -CUDART_INF_F;
+    sl.l[k] = 0.f;
+    sl.drafts[k] = SPLIT_SOFTMAX && r < ROWS ? draft_bits(p, b, row_token(r)) : 0ull;
+  }
+
+  const int prefix = range.prefix, begin = range.begin, end = range.end;
+  const int num_tiles = (end - begin + BLOCK_N - 1) / BLOCK_N;
+  {
+    int first[STAGES - 1];  // the prologue's block-table reads all in flight at once
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) first[s] = fetch_page(p, b, begin + s * BLOCK_N, end);
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < num_tiles) TileCopy(p, begin + s * BLOCK_N, end, first[s], tiles + s * TILE_ELEMS).all();
+      kgen::cp_async_commit();
+    }
+  }
+  int page = fetch_page(p, b, begin + (STAGES - 1) * BLOCK_N, end);  // of the next tile to copy
+  bool found = false;  // QK_AHEAD: the scan of the tile whose partials are ready found bad V rows
+  if constexpr (QK_AHEAD) {
+    kgen::cp_async_wait<STAGES - 2>();
+    __syncthreads();  // tile 0 landed
+    if (num_tiles > 0) {
+      qk_partials(tiles, qf, q_s, scores, TileCopy(), ln);
+      found = scan_tile(tiles, begin, end, prefix, bad_s);
+    }
+  }
+
+  for (int it = 0; it < num_tiles; ++it) {
+    T* tile = tiles + (it % STAGES) * TILE_ELEMS;
+    float* partials = scores + (QK_AHEAD ? (it % 2) * SCORE_FLOATS : 0);
+    unsigned long long* bad = bad_s + (QK_AHEAD ? it % 2 : 0);
+    const int start = begin + it * BLOCK_N, count = min(BLOCK_N, end - start), next = it + STAGES - 1;
+    bool any_bad;
+    if constexpr (QK_AHEAD) {
+      kgen::cp_async_wait<STAGES - 3>();
+      any_bad = __syncthreads_or(found);  // tile it + 1 landed, tile it's partials are whole, tile it - 1's buffer is free
+    } else {
+      kgen::cp_async_wait<STAGES - 2>();
+      __syncthreads();  // tile `it` landed for all; tile it - 1's buffer and the scores are free
+    }
+    // Tile `next`'s copy: now, or with SPREAD_COPIES in pieces by this iteration's q.K^T
+    const TileCopy copy =
+        next < num_tiles ? TileCopy(p, begin + next * BLOCK_N, end, page, tiles + (next % STAGES) * TILE_ELEMS) : TileCopy();
+    if constexpr (!SPREAD_COPIES) {
+      copy.all();
+      kgen::cp_async_commit();
+    }
+    page = fetch_page(p, b, begin + (next + 1) * BLOCK_N, end);  // used an iteration from now
+    if constexpr (!QK_AHEAD) {
+      qk_partials(tile, qf, q_s, partials, copy, ln);
+      if constexpr (SPREAD_COPIES) kgen::cp_async_commit();
+      // The partials are whole. A row group reads only its own rows' partials, so without drafts
+      // (no scan, whose flags are block-wide) its own barrier is enough.
+      if constexpr (MASK_KIND == MASK_NONE) {
+        any_bad = row_group_sync_or(false, ln);
+      } else {
+        any_bad = __syncthreads_or(scan_tile(tile, start, end, prefix, bad));
+      }
+    }
+    if constexpr (SPLIT_REDUCE) {
+      reduce_partials(partials, p.scale_log2, ln);
+      row_group_sync_or(false, ln);  // every slice of the group summed
+    }
+    PFrags pa;
+    if constexpr (SPLIT_SOFTMAX) {
+      // The row group's P whole; a row's rescale factor is read before the group's next softmax (the
+      // tile barrier between)
+      if (row_group_sync_or(softmax_slice(p, partials, start, count, prefix, sl, p_h, alpha_s, ln), ln)) {
+        rescale_rows(alpha_s, o, ln);
+      }
+    } else {
+      softmax_tile(p, partials, start, count, prefix, rows, st, o, pa, ln);
+    }
+    if (any_bad) fold_bad_drafts(p, b, tile, start, prefix, bad, partials, p_h, pa, o, ln);
+    if constexpr (SPLIT_SOFTMAX) {
+      pv_tile(tile, p_h, o, ln);
+    } else {
+      pv_tile(tile, pa, o, ln);
+    }
+    if constexpr (QK_AHEAD) {
+      // Tile it + 1's partial scores, in the same straight-line code as the P.V above so that the
+      // two interleave. Past the last tile this reads a consumed buffer into a buffer nobody reads.
+      const T* ahead = tiles + ((it + 1) % STAGES) * TILE_ELEMS;
+      qk_partials(ahead, qf, q_s, scores + ((it + 1) % 2) * SCORE_FLOATS, TileCopy(), ln);
+      found = scan_tile(ahead, start + BLOCK_N, end, prefix, bad_s + (it + 1) % 2);
+    }
+  }
+  kgen::cp_async_wait<0>();
+  if constexpr (SPLIT_SOFTMAX) {
+    __syncthreads();  // every rescale factor read
+    publish_rows(sl, alpha_s, l_s, ln);
+    __syncthreads();
+  }
+
+  // Results: out/lse with one split, else this split's slot of the workspace, then the combine.
+  const long long slot = num_splits > 1 ? slot_row(p, b, split, num_splits) : 0;
+#pragma unroll
+  for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = st.l[i][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      if (!rows.valid[i][h]) continue;
+      const int r = frag_row(ln.rg, i, h, ln.g);
+      const Finish fin(SPLIT_SOFTMAX ? alpha_s[r] : st.m[i][h], SPLIT_SOFTMAX ? l_s[r] : sum, range.poisoned);
+#pragma unroll
+      for (int j = 0; j < O_TILES; ++j) {
+        const int d = (ln.cg * O_TILES + j) * 8 + 2 * ln.qd;
+        const float x = fin.apply(o[i][j][2 * h]), y = fin.apply(o[i][j][2 * h + 1]);
+        if (num_splits == 1) {
+          *reinterpret_cast<unsigned*>(out_row(p, b, r) + d) = Mma::pack(x, y);
+        } else {
+          *reinterpret_cast<float2*>(p.ws_o + (slot + r) * LATENT_DIM + d) = make_float2(x, y);
+        }
+      }
+      if (ln.cg == 0 && ln.qd == 0) {
+        if (num_splits == 1) *lse_at(p, b, r) = fin.lse();
+        else p.ws_lse[slot + r] = fin.lse();
+      }
+    }
+  if (num_splits > 1) {
+    __syncthreads();  // the tiles and scores are no longer read: the combine reuses them
+    finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));
+  }
+}
