@@ -1,0 +1,107 @@
+"""Re-stamp tuning entries after a refactor that compiles to the same machine code. For each dense
+entry whose code stamp today's templates no longer give, the entry's config is compiled from the
+tree at REV and from this tree, for the entry's arch and for sm_120, and their SASS compared
+(cuobjdump, addresses dropped). Where every arch's SASS is identical, the kernel the entry timed is
+the kernel today's code builds: its stamp is updated. Where any differs, the entry is left stale
+(it needs re-timing: bench/retune_shipped.py). Needs the [sass] extra. Compiles with this
+machine's NVRTC, which may differ from the one that timed the entry (the entry says which).
+
+    PYTHONPATH=. python3 bench/restamp.py REV [DB]    (default DB: kgen/tuned/tuning.json)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kgen.mla import Config, Spec  # noqa: E402
+from kgen.mla.tuning import code_stamp  # noqa: E402
+
+# Run under a tree's PYTHONPATH: build each (spec, config, arch) of the JSON list on stdin and
+# print their SASS, addresses dropped, as a JSON list.
+DUMP = r"""
+import json, re, subprocess, sys, tempfile
+from kgen import sass
+from kgen.mla import Config, Spec
+from kgen.mla.kernel import build
+out = []
+for spec, config, arch in json.load(sys.stdin):
+    binary = build(Spec.from_dict(spec), Config.from_dict(config), arch=arch).binary
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(binary.cubin)
+        f.flush()
+        text = subprocess.run([sass.cuobjdump(), "-sass", f.name], capture_output=True,
+                              text=True, check=True).stdout
+    lines = [re.sub(r"/\*[0-9a-f]{4,}\*/", "", l).strip() for l in text.splitlines()]
+    keep = [l for l in lines if l and not l.startswith(("Fatbin", "code for", "Function"))]
+    out.append("\n".join(keep))
+print(json.dumps(out))
+"""
+
+
+def sass_of(tree: Path, items: list) -> list[str]:
+    """The SASS of each (spec, config, arch) built from `tree` (in a fresh cache)."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "KGEN_CACHE_DIR": tempfile.mkdtemp()}
+    run = subprocess.run(
+        [sys.executable, "-c", DUMP],
+        input=json.dumps(items),
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tree,
+    )
+    return json.loads(run.stdout)
+
+
+def main() -> int:
+    rev, *rest = sys.argv[1:]
+    db_path = Path(rest[0]) if rest else ROOT / "kgen/tuned/tuning.json"
+    db = json.loads(db_path.read_text())
+    stale = {
+        key: e
+        for key, e in db["entries"].items()
+        if e.get("family", "dense") == "dense"
+        and e.get("code")
+        != code_stamp(Spec.from_dict(e["spec"]), Config.from_dict(e["config"]), e["arch"])
+    }
+    if not stale:
+        print("no stale dense entries")
+        return 0
+    items = [
+        (e["spec"], e["config"], arch)
+        for e in stale.values()
+        for arch in dict.fromkeys([e["arch"], "sm_120"])
+    ]
+    with tempfile.TemporaryDirectory() as old_tree:
+        archive = subprocess.run(["git", "archive", rev], cwd=ROOT, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", old_tree], input=archive.stdout, check=True)
+        before = sass_of(Path(old_tree), items)
+    after = sass_of(ROOT, items)
+    same = {}
+    for (spec, config, arch), a, b in zip(items, before, after, strict=True):
+        key = json.dumps([spec, config], sort_keys=True)
+        same[key] = same.get(key, True) and a == b
+        name = Config.from_dict(config).short_name()
+        print(f"{'same' if a == b else 'DIFFERENT':9s} {arch:7s} {name}")
+    restamped = 0
+    for e in stale.values():
+        if same[json.dumps([e["spec"], e["config"]], sort_keys=True)]:
+            e["code"] = code_stamp(
+                Spec.from_dict(e["spec"]), Config.from_dict(e["config"]), e["arch"]
+            )
+            restamped += 1
+    db_path.write_text(json.dumps(db, indent=1))
+    print(f"{restamped} of {len(stale)} stale entries re-stamped (SASS identical to {rev}'s)")
+    return 0 if restamped == len(stale) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
