@@ -1,8 +1,8 @@
-"""Re-stamp tuning entries after a refactor that compiles to the same machine code. For each dense
-entry whose code stamp today's templates no longer give, the entry's config is compiled from the
-tree at REV and from this tree, for the entry's arch and for sm_120, and their SASS compared
-(cuobjdump, addresses dropped). Where every arch's SASS is identical, the kernel the entry timed is
-the kernel today's code builds: its stamp is updated. Where any differs, the entry is left stale
+"""Re-stamp tuning entries after a refactor that compiles to the same machine code. For each entry
+(either family) whose code stamp today's templates no longer give, its config is compiled from
+the tree at REV and from this tree, for the entry's arch and for sm_120, and the SASS compared
+(cuobjdump, addresses dropped). Where every arch's SASS is identical, the kernel the entry timed
+is the kernel today's code builds: its stamp is updated. Where any differs, the entry stays stale
 (it needs re-timing: bench/retune_shipped.py). Needs the [sass] extra. Compiles with this
 machine's NVRTC, which may differ from the one that timed the entry (the entry says which).
 
@@ -21,21 +21,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kgen.mla import Config, Spec  # noqa: E402
-from kgen.mla.tuning import code_stamp  # noqa: E402
+from kgen.mla.tuning import entry_stamp  # noqa: E402
 
-# Run under a tree's PYTHONPATH: build each (spec, config, arch) of the JSON list on stdin and
-# print their SASS, addresses dropped, as a JSON list.
+# Run under a tree's PYTHONPATH: build each (family, spec, config, arch) of the JSON list on
+# stdin and print their SASS, addresses dropped, as a JSON list.
 DUMP = r"""
 import json, re, subprocess, sys, tempfile
 from kgen import sass
-from kgen.mla import Config, Spec
-from kgen.mla.kernel import build
+from kgen.mla import Config, SparseConfig, SparseSpec, Spec, build, build_sparse
 out = []
-for spec, config, arch in json.load(sys.stdin):
-    binary = build(Spec.from_dict(spec), Config.from_dict(config), arch=arch).binary
+for family, spec, config, arch in json.load(sys.stdin):
+    if family == "sparse":
+        kernel = build_sparse(SparseSpec.from_dict(spec), SparseConfig.from_dict(config), arch)
+    else:
+        kernel = build(Spec.from_dict(spec), Config.from_dict(config), arch)
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(binary.cubin)
+        f.write(kernel.binary.cubin)
         f.flush()
         text = subprocess.run([sass.cuobjdump(), "-sass", f.name], capture_output=True,
                               text=True, check=True).stdout
@@ -47,7 +48,7 @@ print(json.dumps(out))
 
 
 def sass_of(tree: Path, items: list) -> list[str]:
-    """The SASS of each (spec, config, arch) built from `tree` (in a fresh cache)."""
+    """The SASS of each (family, spec, config, arch) built from `tree` (in a fresh cache)."""
     env = {**os.environ, "PYTHONPATH": str(tree), "KGEN_CACHE_DIR": tempfile.mkdtemp()}
     run = subprocess.run(
         [sys.executable, "-c", DUMP],
@@ -65,19 +66,13 @@ def main() -> int:
     rev, *rest = sys.argv[1:]
     db_path = Path(rest[0]) if rest else ROOT / "kgen/tuned/tuning.json"
     db = json.loads(db_path.read_text())
-    stale = {
-        key: e
-        for key, e in db["entries"].items()
-        if e.get("family", "dense") == "dense"
-        and e.get("code")
-        != code_stamp(Spec.from_dict(e["spec"]), Config.from_dict(e["config"]), e["arch"])
-    }
+    stale = [e for e in db["entries"].values() if e.get("code") != entry_stamp(e)]
     if not stale:
-        print("no stale dense entries")
+        print("no stale entries")
         return 0
     items = [
-        (e["spec"], e["config"], arch)
-        for e in stale.values()
+        (e.get("family", "dense"), e["spec"], e["config"], arch)
+        for e in stale
         for arch in dict.fromkeys([e["arch"], "sm_120"])
     ]
     with tempfile.TemporaryDirectory() as old_tree:
@@ -85,18 +80,15 @@ def main() -> int:
         subprocess.run(["tar", "-x", "-C", old_tree], input=archive.stdout, check=True)
         before = sass_of(Path(old_tree), items)
     after = sass_of(ROOT, items)
-    same = {}
-    for (spec, config, arch), a, b in zip(items, before, after, strict=True):
+    same: dict[str, bool] = {}
+    for (family, spec, config, arch), a, b in zip(items, before, after, strict=True):
         key = json.dumps([spec, config], sort_keys=True)
         same[key] = same.get(key, True) and a == b
-        name = Config.from_dict(config).short_name()
-        print(f"{'same' if a == b else 'DIFFERENT':9s} {arch:7s} {name}")
+        print(f"{'same' if a == b else 'DIFFERENT':9s} {arch:7s} {family:6s} {key}"[:150])
     restamped = 0
-    for e in stale.values():
+    for e in stale:
         if same[json.dumps([e["spec"], e["config"]], sort_keys=True)]:
-            e["code"] = code_stamp(
-                Spec.from_dict(e["spec"]), Config.from_dict(e["config"]), e["arch"]
-            )
+            e["code"] = entry_stamp(e)
             restamped += 1
     db_path.write_text(json.dumps(db, indent=1))
     print(f"{restamped} of {len(stale)} stale entries re-stamped (SASS identical to {rev}'s)")

@@ -1,5 +1,6 @@
-// Tensor-core fragment helpers: ldmatrix, mma.sync m16n8k16 (16-bit inputs, fp32 accumulators),
-// zero-filling cp.async and bf16/f16 packing. Only instructions sm_80, sm_90 and sm_120 all have.
+// Tensor-core fragment helpers: ldmatrix, mma.sync m16n8k16 (16-bit inputs, fp32 accumulators)
+// and bf16/f16 packing (each family issues its own cp.async). Only instructions sm_80, sm_90 and
+// sm_120 all have.
 //
 // Fragment layouts of mma.m16n8k16 (g = lane / 4, q = lane % 4):
 //   A 16x16 (row-major): a[0] = (row g, cols 2q..2q+1), a[1] = (row g+8, same cols),
@@ -72,13 +73,6 @@ __device__ __forceinline__ bool any_nonfinite(uint4 w) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) bad |= ((words[i] & e) == e) || (((words[i] >> 16) & e) == e);
   return bad;
-}
-
-// 16-byte cp.async that copies `bytes` (16 or 0) and zero-fills the rest.
-__device__ __forceinline__ void cp_async_zfill(void* smem, const void* gmem, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(smem)), "l"(gmem),
-               "r"(bytes)
-               : "memory");
 }
 
 }  // namespace kgen
