@@ -1,5 +1,5 @@
-// Swapped rows (Config.swap_rows): a block of at most 8 query rows (H = 8 decode, say) on the n8 side of both products,
-// so that no MMA spends half its rows on padding:
+// Swapped rows (Config.swap_rows): a block of at most 8 query rows (H = 8 decode, say) on the n8
+// side of both products, so that no MMA spends half its rows on padding:
 //   S^T [positions x rows] = K [positions x 576] . q^T   (A = K from ldmatrix, B = q in registers)
 //   O^T [512 x rows]      += V^T [512 x positions] . P^T  (A = V^T from ldmatrix.trans, B = P^T)
 // The COL_GROUPS warps (one row group) split the 576 head dims of q.K^T as on the row path and
@@ -13,8 +13,8 @@
 namespace mla {
 
 constexpr int D_TILES = LATENT_DIM / 16 / COL_GROUPS;  // m16 tiles of output dims per warp
-constexpr int P_TILES = BLOCK_N / 16;                                  // m16 tiles of positions
-constexpr int SWAP_SCORE_FLOATS = COL_GROUPS * BLOCK_N * 8;           // one tile's partial scores
+constexpr int P_TILES = BLOCK_N / 16;                  // m16 tiles of positions
+constexpr int SWAP_SCORE_FLOATS = COL_GROUPS * BLOCK_N * 8;  // one tile's partial scores
 static_assert(ROWS <= 8, "swapped rows: at most 8 rows, the n8 side of the MMA");
 static_assert(MASK_KIND == MASK_NONE, "swapped rows: mask 'none' only");
 static_assert((!SPLIT_SOFTMAX && !SPLIT_REDUCE), "swapped rows: one softmax per warp");
