@@ -44,6 +44,7 @@ def pinned_axes(config: Config) -> Axes:
         qk_ahead=(config.qk_ahead,),
         split_reduce=(config.split_reduce,),
         split_softmax=(config.split_softmax,),
+        swap_rows=(config.swap_rows,),
     )
 
 
