@@ -13,45 +13,43 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+from base64 import b64decode
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kgen.mla.tuning import entry_stamp  # noqa: E402
+from kgen.sass import cuobjdump, disassemble  # noqa: E402
 
 # Run under a tree's PYTHONPATH: build each (family, spec, config, arch) of the JSON list on
-# stdin and print their SASS, addresses dropped, as a JSON list.
-DUMP = r"""
-import json, re, subprocess, sys, tempfile
-from kgen import sass
-from kgen.mla import Config, SparseConfig, SparseSpec, Spec, build, build_sparse
+# stdin and print the cubins, base64, as a JSON list (any tree's kgen can do this much).
+BUILD = r"""
+import base64, json, sys
+from kgen.mla import Config, Spec, build
 out = []
 for family, spec, config, arch in json.load(sys.stdin):
     if family == "sparse":
+        from kgen.mla import SparseConfig, SparseSpec, build_sparse
         kernel = build_sparse(SparseSpec.from_dict(spec), SparseConfig.from_dict(config), arch)
     else:
         kernel = build(Spec.from_dict(spec), Config.from_dict(config), arch)
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(kernel.binary.cubin)
-        f.flush()
-        text = subprocess.run([sass.cuobjdump(), "-sass", f.name], capture_output=True,
-                              text=True, check=True).stdout
-    lines = [re.sub(r"/\*[0-9a-f]{4,}\*/", "", l).strip() for l in text.splitlines()]
-    keep = [l for l in lines if l and not l.startswith(("Fatbin", "code for", "Function"))]
-    out.append("\n".join(keep))
+    out.append(base64.b64encode(kernel.cubin).decode())
 print(json.dumps(out))
 """
+_ADDRESS = re.compile(r"/\*[0-9a-f]{4,}\*/")
 
 
 def sass_of(tree: Path, items: list) -> list[str]:
-    """The SASS of each (family, spec, config, arch) built from `tree` (in a fresh cache)."""
+    """The SASS (addresses dropped) of each (family, spec, config, arch) built from `tree`, in a
+    fresh cache."""
     env = {**os.environ, "PYTHONPATH": str(tree), "KGEN_CACHE_DIR": tempfile.mkdtemp()}
     run = subprocess.run(
-        [sys.executable, "-c", DUMP],
+        [sys.executable, "-c", BUILD],
         input=json.dumps(items),
         env=env,
         capture_output=True,
@@ -59,10 +57,19 @@ def sass_of(tree: Path, items: list) -> list[str]:
         check=True,
         cwd=tree,
     )
-    return json.loads(run.stdout)
+    listings = []
+    for cubin in json.loads(run.stdout):
+        lines = [
+            _ADDRESS.sub("", line).strip() for line in disassemble(b64decode(cubin)).splitlines()
+        ]
+        keep = [x for x in lines if x and not x.startswith(("Fatbin", "code for", "Function"))]
+        listings.append("\n".join(keep))
+    return listings
 
 
 def main() -> int:
+    if cuobjdump() is None:
+        raise SystemExit("restamp needs cuobjdump: pip install 'kgen[sass]'")
     rev, *rest = sys.argv[1:]
     db_path = Path(rest[0]) if rest else ROOT / "kgen/tuned/tuning.json"
     db = json.loads(db_path.read_text())

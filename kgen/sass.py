@@ -48,8 +48,9 @@ def opcode_counts(sass: str) -> Counter:
     return Counter(m.group(1) for m in _INSTRUCTION.finditer(sass))
 
 
-def instruction_mix(cubin: bytes, function: str) -> dict[str, int] | None:
-    """Counts of the FAMILIES in `function`'s SASS, or None when cuobjdump is not installed."""
+def disassemble(cubin: bytes, function: str | None = None) -> str | None:
+    """cuobjdump -sass of a cubin (one function's, or all), or None when cuobjdump is not
+    installed."""
     tool = cuobjdump()
     if tool is None:
         return None
@@ -57,14 +58,19 @@ def instruction_mix(cubin: bytes, function: str) -> dict[str, int] | None:
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)
         env = {**os.environ, "PATH": f"{Path(tool).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        only = ["-fun", function] if function else []
         result = subprocess.run(
-            [tool, "-sass", "-fun", function, str(path)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
+            [tool, "-sass", *only, str(path)], capture_output=True, text=True, env=env, timeout=120
         )
     if result.returncode != 0:
         raise RuntimeError(f"cuobjdump -sass failed: {result.stderr.strip()[:500]}")
-    counts = opcode_counts(result.stdout)
+    return result.stdout
+
+
+def instruction_mix(cubin: bytes, function: str) -> dict[str, int] | None:
+    """Counts of the FAMILIES in `function`'s SASS, or None when cuobjdump is not installed."""
+    listing = disassemble(cubin, function)
+    if listing is None:
+        return None
+    counts = opcode_counts(listing)
     return {name: sum(counts[op] for op in ops) for name, ops in FAMILIES.items()}
