@@ -5,50 +5,17 @@ from __future__ import annotations
 import functools
 
 from kgen.arch import Arch, resolve_arch
-from kgen.build import Binary, build_program
-from kgen.launch import function_usage
-from kgen.mla.layout import Layout, layout_for
-from kgen.mla.mma_layout import MMALayout
+from kgen.build import build_program
+from kgen.mla.compiled import CompiledKernel
+from kgen.mla.layout import layout_for
 from kgen.mla.program import ATTENTION, mla_program
 from kgen.mla.spec import Config, Spec
-from kgen.resources import Resources
 
 
-class MLAKernel:
+class MLAKernel(CompiledKernel):
     """One compiled variant: `source`, `cubin`, `resources`; call it with torch tensors."""
 
-    def __init__(
-        self, spec: Spec, config: Config, arch: Arch, layout: Layout | MMALayout, binary: Binary
-    ):
-        self.spec, self.config, self.arch, self.layout, self.binary = (
-            spec,
-            config,
-            arch,
-            layout,
-            binary,
-        )
-
-    @functools.cached_property
-    def resources(self) -> Resources:
-        """The attention kernel's registers, shared memory, spills and occupancy on its arch."""
-        usage = function_usage(self.binary, ATTENTION)
-        return Resources.of(
-            ATTENTION, usage, self.arch, self.layout.threads, self.layout.dynamic_smem
-        )
-
-    @property
-    def source(self) -> str:
-        return self.binary.program.source
-
-    @property
-    def cubin(self) -> bytes:
-        return self.binary.cubin
-
-    def __repr__(self) -> str:
-        return (
-            f"MLAKernel({self.spec.short_name()}, {self.config.short_name()}, "
-            f"splits={self.config.kv_splits}, {self.arch.name}: {self.resources.summary()})"
-        )
+    ENTRY = ATTENTION
 
     def __call__(
         self,

@@ -5,54 +5,17 @@ from __future__ import annotations
 import functools
 
 from kgen.arch import Arch, resolve_arch
-from kgen.build import Binary, build_program
-from kgen.launch import function_usage
-from kgen.mla.sparse.layout import SparseLayout, sparse_layout_for
+from kgen.build import build_program
+from kgen.mla.compiled import CompiledKernel
+from kgen.mla.sparse.layout import sparse_layout_for
 from kgen.mla.sparse.program import ATTENTION, sparse_program
 from kgen.mla.sparse.spec import SparseConfig, SparseSpec
-from kgen.resources import Resources
 
 
-class SparseKernel:
+class SparseKernel(CompiledKernel):
     """One compiled sparse variant: `source`, `cubin`, `resources`; call it with torch tensors."""
 
-    def __init__(
-        self,
-        spec: SparseSpec,
-        config: SparseConfig,
-        arch: Arch,
-        layout: SparseLayout,
-        binary: Binary,
-    ):
-        self.spec, self.config, self.arch, self.layout, self.binary = (
-            spec,
-            config,
-            arch,
-            layout,
-            binary,
-        )
-
-    @functools.cached_property
-    def resources(self) -> Resources:
-        """The kernel's registers, shared memory, spills and occupancy on its arch."""
-        usage = function_usage(self.binary, ATTENTION)
-        return Resources.of(
-            ATTENTION, usage, self.arch, self.layout.threads, self.layout.dynamic_smem
-        )
-
-    @property
-    def source(self) -> str:
-        return self.binary.program.source
-
-    @property
-    def cubin(self) -> bytes:
-        return self.binary.cubin
-
-    def __repr__(self) -> str:
-        return (
-            f"SparseKernel({self.spec.short_name()}, {self.config.short_name()}, "
-            f"splits={self.config.kv_splits}, {self.arch.name}: {self.resources.summary()})"
-        )
+    ENTRY = ATTENTION
 
     def __call__(
         self,
