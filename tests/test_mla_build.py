@@ -135,7 +135,13 @@ def compiler_disabled():
             Spec(heads=8, q_len=2, mask="causal"),
             replace(MMA, heads_per_block=4, swap_rows=1),
             "swap_rows",
-            "mask 'none'",
+            "mask 'none', or 'causal' at q_len = 1",
+        ),
+        (
+            Spec(heads=8, q_len=1, mask="tree"),
+            replace(MMA, heads_per_block=8, swap_rows=1),
+            "swap_rows",
+            "not 'tree'",
         ),
         (Spec(heads=8), replace(MMA, swap_rows=1, split_softmax=1), "swap_rows", "whole softmax"),
         (Spec(heads=8), replace(MMA, num_warps=8, swap_rows=1), "col_groups", "equal num_warps"),
@@ -194,3 +200,11 @@ def test_split_count_does_not_change_the_binary():
     a = build(INTERFACE_SPEC, INTERFACE_CONFIG, "sm_120")
     b = build(INTERFACE_SPEC, Config(**{**INTERFACE_CONFIG.to_dict(), "kv_splits": 3}), "sm_120")
     assert a.binary.key == b.binary.key
+
+
+def test_one_row_causal_renders_the_decode_kernel_under_swap_rows():
+    """Causal over a single draft row hides nothing: swap_rows admits it and renders exactly the
+    mask-'none' kernel (whose GPU tests then cover it)."""
+    config = replace(MMA, smem_stages=3, swap_rows=1)
+    decode = build(Spec(heads=8), config, "sm_120")
+    assert build(Spec(heads=8, mask="causal"), config, "sm_120").source == decode.source

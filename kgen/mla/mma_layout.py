@@ -102,8 +102,12 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     if config.swap_rows:
         if rows > 8:
             refuse("swap_rows", f"puts the rows on the n8 side of the MMA: at most 8, not {rows}")
-        if spec.mask != "none":
-            refuse("swap_rows", f"takes mask 'none' (no draft rows), not '{spec.mask}'")
+        if spec.mask == "tree" or (spec.mask == "causal" and spec.q_len > 1):
+            refuse(
+                "swap_rows",
+                f"takes mask 'none', or 'causal' at q_len = 1 (no draft rows to mask), not "
+                f"'{spec.mask}' at q_len = {spec.q_len}",
+            )
         if config.split_softmax or config.split_reduce:
             refuse(
                 "swap_rows", "every warp runs the whole softmax: split_softmax = split_reduce = 0"

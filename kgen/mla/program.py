@@ -97,6 +97,8 @@ def template_values(spec: Spec, config: Config, layout: Layout | MMALayout) -> d
             "split_reduce": bool(config.split_reduce),
             "split_softmax": bool(config.split_softmax),
             "swap_rows": bool(config.swap_rows),
+            # the swapped path masks nothing: plan_mma admits only masks that hide nothing
+            "mask_kind": MASK_KINDS["none"] if config.swap_rows else values["mask_kind"],
             "q_register_steps": layout.q_register_steps,
             "smem_bytes": layout.main_smem,
         }
