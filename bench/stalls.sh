@@ -8,7 +8,7 @@ out=${OUT:-gpu-out}; mkdir -p "$out/stalls"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
 python3 bench/profile.py --compile "$@" > "$out/stalls/compile.log" 2>&1
 for case in "$@"; do
-  timeout 120 ncu --set full -k regex:mla_attention -c 1 -f -o "$out/stalls/$case" \
+  timeout 120 ncu --set full -k regex:mla_.*attention -c 1 -f -o "$out/stalls/$case" \
     python3 bench/profile.py "$case" > "$out/stalls/$case.log" 2>&1
   ncu -i "$out/stalls/$case.ncu-rep" --page source --csv --print-source sass > "$out/stalls/$case-source.csv" 2>&1
   ncu -i "$out/stalls/$case.ncu-rep" --page details --csv > "$out/stalls/$case-details.csv" 2>&1
