@@ -79,9 +79,16 @@ def test_split_candidates_stay_within_the_topk_tiles():
     # one sequence: the fill count (264) is past the 128 tiles, so fractions of the tiles instead
     one = Case("one", SparseSpec(heads=16, topk=2048), batch=1, prefix=65536)
     assert sparse_split_candidates(one, SparseConfig(heads_per_block=16), 132) == [16, 32, 64, 128]
-    # 9 splits of 128 tiles and 10 both cut 15- or 13-tile pieces: counted as non-empty splits
+    # 32 blocks: 8 splits fill 2 blocks per SM in one wave (264 slots); 9 would leave a tail
     batch = Case("b", SparseSpec(heads=16, topk=2048), batch=32, prefix=65536)
-    assert sparse_split_candidates(batch, SparseConfig(heads_per_block=16), 132) == [2, 4, 9, 16]
+    assert sparse_split_candidates(batch, SparseConfig(heads_per_block=16), 132) == [2, 4, 8, 16]
+    # 128 blocks: one wave of 2 per SM is 2 splits (3 made 1.45 waves); 3 per SM: still 3
+    big = Case("big", SparseSpec(heads=16, topk=2048), batch=128, prefix=65536)
+    assert sparse_split_candidates(big, SparseConfig(heads_per_block=16), 132) == [1, 2, 4]
+    assert sparse_split_candidates(big, SparseConfig(heads_per_block=16), 132, 3) == [1, 3, 6]
+    # 3 per SM: 12 splits; 24 splits of 128 tiles cut 6-tile pieces, 22 of them non-empty
+    three = sparse_split_candidates(batch, SparseConfig(heads_per_block=16), 132, 3)
+    assert three == [3, 6, 12, 22]
     # never past the combine's MAX_SPLITS, however many SMs and tiles
     huge = Case("huge", SparseSpec(heads=16, topk=1 << 16), batch=1, prefix=1 << 17)
     assert max(sparse_split_candidates(huge, SparseConfig(heads_per_block=16), 4096)) == MAX_SPLITS

@@ -57,7 +57,7 @@ SPARSE = Family(
     enumerate=lambda spec, options: enumerate_sparse_configs(spec, options.sparse_axes),
     prune=prune_sparse,
     default=lambda case, arch, sms: default_sparse_config(case.spec, case.batch, arch, sms),
-    splits=lambda case, config, sms, blocks_per_sm: sparse_split_candidates(case, config, sms),
+    splits=sparse_split_candidates,
     bucket=lambda case: sparse_bucket(case.batch, case.spec.topk),
     held_to_no_spills=lambda config: True,
 )

@@ -73,20 +73,21 @@ def prune_sparse(
 
 
 def sparse_split_candidates(
-    case: Case, config: SparseConfig, sm_count: int, max_candidates: int = 4
+    case: Case, config: SparseConfig, sm_count: int, blocks_per_sm: int = 2, max_candidates: int = 4
 ) -> list[int]:
-    """Splits of the top-k list worth timing: around the count that puts ~2 blocks on every SM,
-    never more splits than gather tiles, nor than MAX_SPLITS (the combine's cap: a count past it
-    is cut to it). Where that count is past the tiles (small batches), also a half, a quarter
-    and an eighth of the tiles. Counts that cut the list into the same number
-    of tiles per split launch the same work and are timed once (as the count of non-empty
-    splits)."""
+    """Splits of the top-k list worth timing: the most that fill every SM's `blocks_per_sm` block
+    slots in one wave (the compiled kernel's occupancy, as for the dense family: a count past it
+    leaves a tail wave), twice, half and a quarter of it; never more splits than gather tiles,
+    nor than MAX_SPLITS (the combine's cap: a count past it is cut to it). Where twice the wave
+    is past the tiles (small batches), also a half, a quarter and an eighth of the tiles. Counts
+    that cut the list into the same number of tiles per split launch the same work and are timed
+    once (as the count of non-empty splits)."""
     spec = case.spec
     blocks = case.batch * spec.q_len * (spec.heads // config.heads_per_block)
     tiles = max(1, math.ceil(spec.topk / config.block_n))
-    fill = max(1, math.ceil(2 * sm_count / blocks))
-    wanted = {1, max(1, fill // 4), max(1, fill // 2), fill, 2 * fill}
-    if 2 * fill > tiles:
+    wave = max(1, blocks_per_sm * sm_count // blocks)
+    wanted = {1, max(1, wave // 4), max(1, wave // 2), wave, 2 * wave}
+    if 2 * wave > tiles:
         wanted |= {min(s, tiles) for s in wanted} | {tiles // 2, tiles // 4, tiles // 8}
     wanted = {min(s, MAX_SPLITS) for s in wanted}
     options = sorted({-(-tiles // -(-tiles // s)) for s in wanted if 1 <= s <= tiles})

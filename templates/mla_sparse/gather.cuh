@@ -86,9 +86,13 @@ __device__ __forceinline__ void gather_row(const Params& p, int slot, unsigned c
 
 constexpr int SCALE_GROUPS = LATENT_DIM / SCALE_GROUP;  // 4 scales per row; rope has none
 
-// Two e4m3 values (low byte first) as a packed pair of T, exactly.
+constexpr bool T_IS_BF16 = Mma::EXPONENT == 0x7f80;
+
+// Two e4m3 values (low byte first) as a packed pair of T, exactly: the conversion's float16 pair
+// as it is, or through float32 to bfloat16.
 __device__ __forceinline__ unsigned widen_pair(unsigned short pair) {
   const __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(pair), __NV_E4M3);
+  if constexpr (!T_IS_BF16) return static_cast<unsigned>(raw.x) | static_cast<unsigned>(raw.y) << 16;
   const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&raw));
   return Mma::pack(f.x, f.y);
 }
@@ -100,7 +104,6 @@ __device__ __forceinline__ uint2 widen_quad(unsigned word) {
 
 // The fp8 cache keeps rope in bfloat16 whatever q's dtype: two rope values (one 32-bit word, low
 // first) as a packed pair of T (as stored for bf16 q, converted for float16 q).
-constexpr bool T_IS_BF16 = Mma::EXPONENT == 0x7f80;
 __device__ __forceinline__ unsigned rope_pair(unsigned word) {
   if constexpr (T_IS_BF16) {
     return word;
