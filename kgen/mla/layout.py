@@ -29,16 +29,43 @@ class ConfigError(ParamError):
     """A Config that cannot work for this Spec on this arch."""
 
 
-def refuser(spec: Spec, config: Config, arch: Arch):
-    """A function that raises ConfigError naming a Config field, the reason and the setting."""
+def refuser(spec, config, arch: Arch, error: type[ConfigError] = ConfigError):
+    """A function that raises `error` naming a config field, the reason and the setting."""
 
     def refuse(field: str, reason: str) -> None:
-        raise ConfigError(
-            f"Config.{field}={getattr(config, field)!r}: {reason} "
+        raise error(
+            f"{type(config).__name__}.{field}={getattr(config, field)!r}: {reason} "
             f"(spec {spec.short_name()}, {arch.name})"
         )
 
     return refuse
+
+
+def mma_warp_grid(latent_dim: int, config, rows: int, refuse) -> tuple[int, int, int]:
+    """(m_tiles, row_groups, warp_m) of the tensor-core paths' warp grid: num_warps /
+    col_groups row groups share `rows` rows padded to m16 tiles, col_groups split the output
+    columns in n16 pieces. Refuses (through `refuse`) a grid that does not tile them."""
+    cols = config.col_groups
+    if config.num_warps % cols:
+        refuse("col_groups", f"must divide num_warps={config.num_warps}")
+    if latent_dim // 8 % (2 * cols):
+        refuse("col_groups", f"must split the {latent_dim} output columns into n16 pieces")
+    m_tiles = math.ceil(rows / 16)
+    row_groups = config.num_warps // cols
+    if m_tiles % row_groups:
+        refuse(
+            "col_groups",
+            f"{row_groups} row groups (num_warps / col_groups) do not split {m_tiles} m16 tiles "
+            f"of {rows} rows; use more col_groups or fewer warps",
+        )
+    return m_tiles, row_groups, m_tiles // row_groups
+
+
+def padded_row_bytes(head_dim: int) -> int:
+    """A 16-bit tile row in shared memory: an odd number of 16-byte chunks, so that ldmatrix's
+    eight row addresses fall in distinct banks."""
+    chunks = head_dim // 8
+    return (chunks if chunks % 2 else chunks + 1) * 16
 
 
 @dataclass(frozen=True)

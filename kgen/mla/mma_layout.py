@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from kgen.arch import Arch
-from kgen.mla.layout import combine_smem, refuser
+from kgen.mla.layout import combine_smem, mma_warp_grid, padded_row_bytes, refuser
 from kgen.mla.spec import Config, Spec
 
 MAX_BLOCK_N = 64  # the draft scan keeps one bit per position in a 64-bit word
@@ -133,23 +133,9 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     if threads % config.block_n:
         refuse("block_n", f"must divide the {threads} threads (each position is copied by as many)")
     cols = config.col_groups
-    if config.num_warps % cols:
-        refuse("col_groups", f"must divide num_warps={config.num_warps}")
-    n8_tiles = spec.latent_dim // 8
-    if n8_tiles % (2 * cols):
-        refuse("col_groups", f"must split the {spec.latent_dim} output columns into n16 pieces")
-    m_tiles = math.ceil(rows / 16)
-    row_groups = config.num_warps // cols
-    if m_tiles % row_groups:
-        refuse(
-            "col_groups",
-            f"{row_groups} row groups (num_warps / col_groups) do not split {m_tiles} m16 tiles "
-            f"of {rows} rows; use more col_groups or fewer warps",
-        )
+    m_tiles, row_groups, warp_m = mma_warp_grid(spec.latent_dim, config, rows, refuse)
 
-    chunks = spec.head_dim // 8
-    row_bytes = (chunks if chunks % 2 else chunks + 1) * 16
-    warp_m = m_tiles // row_groups
+    row_bytes = padded_row_bytes(spec.head_dim)
     warp_k = math.ceil(spec.head_dim // 16 / cols)
     q_steps = warp_k if warp_m * warp_k * 4 <= Q_REGISTER_LIMIT else 0
     if q_steps and arch.regs_per_sm // (threads * max(config.min_blocks, 1)) <= TIGHT_REGISTERS:
@@ -173,7 +159,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
             f"{stage_bytes}, scores {score_bytes}), over {arch.name}'s {arch.smem_per_block} "
             "per block (fewer heads_per_block, smem_stages or block_n)",
         )
-    o_tiles = n8_tiles // cols
+    o_tiles = spec.latent_dim // 8 // cols
     n_tiles = config.block_n // 8
     if config.swap_rows:  # halves of the row path's fragments: n8 instead of m16
         registers = (

@@ -15,8 +15,32 @@ MAX_Q_LEN = 64  # a draft-tree row is one 64-bit word
 COMPUTES = ("fma", "mma")
 
 
+class AttentionShape:
+    """What both MLA families derive from latent_dim, rope_dim and dtype."""
+
+    latent_dim: int
+    rope_dim: int
+    dtype: str
+
+    @property
+    def head_dim(self) -> int:
+        return self.latent_dim + self.rope_dim
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPES[self.dtype].size
+
+    @property
+    def torch_dtype(self):
+        return DTYPES[self.dtype].torch()
+
+    @property
+    def default_scale(self) -> float:
+        return 1.0 / math.sqrt(self.head_dim)
+
+
 @dataclass(frozen=True)
-class Spec(Params):
+class Spec(AttentionShape, Params):
     """The op: H heads, T query tokens per sequence, the latent/rope split of the cached vector,
     the element type of q and the cache, the cache's page size and the mask over draft tokens."""
 
@@ -41,22 +65,6 @@ class Spec(Params):
             "mask",
             f"'none' means plain decode (q_len 1); q_len={self.q_len} needs 'causal' or 'tree'",
         )
-
-    @property
-    def head_dim(self) -> int:
-        return self.latent_dim + self.rope_dim
-
-    @property
-    def elem_bytes(self) -> int:
-        return DTYPES[self.dtype].size
-
-    @property
-    def torch_dtype(self):
-        return DTYPES[self.dtype].torch()
-
-    @property
-    def default_scale(self) -> float:
-        return 1.0 / math.sqrt(self.head_dim)
 
     def short_name(self) -> str:
         dt = DTYPES[self.dtype].short

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from kgen.arch import Arch
-from kgen.mla.layout import ConfigError, combine_smem
+from kgen.mla.layout import ConfigError, combine_smem, mma_warp_grid, padded_row_bytes, refuser
 from kgen.mla.sparse import fp8
 from kgen.mla.sparse.spec import SparseConfig, SparseSpec
 
@@ -66,11 +66,7 @@ class SparseLayout:
 
 
 def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> SparseLayout:
-    def refuse(field: str, reason: str) -> None:
-        raise SparseConfigError(
-            f"SparseConfig.{field}={getattr(config, field)!r}: {reason} "
-            f"(spec {spec.short_name()}, {arch.name})"
-        )
+    refuse = refuser(spec, config, arch, SparseConfigError)
 
     fp8_cache = spec.kv_format == "fp8"
     if spec.heads % config.heads_per_block:
@@ -95,25 +91,11 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
             f"{arch.max_threads_per_sm} threads per SM",
         )
     cols = config.col_groups
-    if config.num_warps % cols:
-        refuse("col_groups", f"must divide num_warps={config.num_warps}")
-    n8_tiles = spec.latent_dim // 8
-    if n8_tiles % (2 * cols):
-        refuse("col_groups", f"must split the {spec.latent_dim} output columns into n16 pieces")
     rows = config.heads_per_block
-    m_tiles = math.ceil(rows / 16)
-    row_groups = config.num_warps // cols
-    if m_tiles % row_groups:
-        refuse(
-            "col_groups",
-            f"{row_groups} row groups (num_warps / col_groups) do not split {m_tiles} m16 tiles "
-            f"of {rows} rows; use more col_groups or fewer warps",
-        )
+    m_tiles, row_groups, warp_m = mma_warp_grid(spec.latent_dim, config, rows, refuse)
 
-    chunks = spec.head_dim // 8
-    tile_row_bytes = (chunks if chunks % 2 else chunks + 1) * 16  # odd chunks: no bank conflicts
+    tile_row_bytes = padded_row_bytes(spec.head_dim)
     stage_row_bytes = fp8.TOKEN_BYTES if fp8_cache else tile_row_bytes
-    warp_m = m_tiles // row_groups
     q_registers = warp_m * math.ceil(spec.head_dim // 16 / cols) * 4
     q_in_registers = q_registers <= Q_REGISTER_LIMIT
     q_bytes = 0 if q_in_registers else m_tiles * 16 * tile_row_bytes
@@ -143,7 +125,7 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
     else:
         items = spec.token_bytes // config.gather_bytes
     gather_items = math.ceil(items / per_row)
-    o_tiles = n8_tiles // cols
+    o_tiles = spec.latent_dim // 8 // cols
     in_flight = (
         gather_items * (config.gather_bytes // 4 + 1) if config.dequant == "registers" else 0
     )

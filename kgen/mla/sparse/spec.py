@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from kgen.dtypes import DTYPES
 from kgen.mla.sparse import fp8
-from kgen.mla.spec import MAX_SPLITS
+from kgen.mla.spec import MAX_SPLITS, AttentionShape
 from kgen.params import Params
 
 KV_FORMATS = ("fp8", "bf16")
@@ -19,7 +18,7 @@ MAX_TOPK = 1 << 20
 
 
 @dataclass(frozen=True)
-class SparseSpec(Params):
+class SparseSpec(AttentionShape, Params):
     """The op: H heads, T query tokens per sequence, each attending over the `topk` cache slots
     its row of `indices` lists; q in `dtype` (bfloat16 or float16); the cache in `kv_format`:
     'fp8' (uint8, 656 bytes per token: kgen.mla.sparse.fp8) or 'bf16' (the dense family's
@@ -48,25 +47,9 @@ class SparseSpec(Params):
     rope_dim = fp8.ROPE_DIM
 
     @property
-    def head_dim(self) -> int:
-        return self.latent_dim + self.rope_dim
-
-    @property
-    def elem_bytes(self) -> int:
-        return DTYPES[self.dtype].size
-
-    @property
     def token_bytes(self) -> int:
         """Bytes one cached token takes: 656 (fp8) or 1152 (16-bit)."""
         return fp8.TOKEN_BYTES if self.kv_format == "fp8" else self.head_dim * self.elem_bytes
-
-    @property
-    def torch_dtype(self):
-        return DTYPES[self.dtype].torch()
-
-    @property
-    def default_scale(self) -> float:
-        return 1.0 / math.sqrt(self.head_dim)
 
     def short_name(self) -> str:
         dt = DTYPES[self.dtype].short
