@@ -67,7 +67,8 @@ PARAMS = CStruct(
 )
 
 
-def _op_values(spec: Spec, config: Config, rows: int) -> dict:
+def shape_values(spec, config, rows: int, params: CStruct) -> dict:
+    """The values every MLA template binds (both families): the op's shape and the block's."""
     return {
         "dtype": CType.from_dtype(spec.dtype),
         "heads": spec.heads,
@@ -75,14 +76,17 @@ def _op_values(spec: Spec, config: Config, rows: int) -> dict:
         "latent_dim": spec.latent_dim,
         "rope_dim": spec.rope_dim,
         "page_size": spec.page_size,
-        "mask_kind": MASK_KINDS[spec.mask],
         "heads_per_block": config.heads_per_block,
         "num_warps": config.num_warps,
         "block_n": config.block_n,
         "smem_stages": config.smem_stages,
         "rows": rows,
-        "params_struct": PARAMS,
+        "params_struct": params,
     }
+
+
+def _op_values(spec: Spec, config: Config, rows: int) -> dict:
+    return {**shape_values(spec, config, rows, PARAMS), "mask_kind": MASK_KINDS[spec.mask]}
 
 
 def template_values(spec: Spec, config: Config, layout: Layout | MMALayout) -> dict:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ctypes
 
+from kgen.mla.program import shape_values
 from kgen.mla.sparse.layout import SparseLayout
 from kgen.mla.sparse.spec import DEQUANTS, KV_FORMATS, SparseConfig, SparseSpec
-from kgen.render import CStruct, CType, Program, render_program
+from kgen.render import CStruct, Program, render_program
 
 TEMPLATE = "mla_sparse/attention.cu.jinja"
 ATTENTION = "mla_sparse_attention"
@@ -62,25 +63,14 @@ PARAMS = CStruct(
 def template_values(spec: SparseSpec, config: SparseConfig, layout: SparseLayout) -> dict:
     """Every value the template binds, as validated Python values (kgen.render makes them C++)."""
     return {
-        "dtype": CType.from_dtype(spec.dtype),
-        "heads": spec.heads,
-        "q_len": spec.q_len,
-        "latent_dim": spec.latent_dim,
-        "rope_dim": spec.rope_dim,
-        "page_size": spec.page_size,
+        **shape_values(spec, config, layout.rows, PARAMS),
         "kv_format": KV_FORMAT_VALUES[spec.kv_format],
-        "heads_per_block": config.heads_per_block,
-        "num_warps": config.num_warps,
-        "block_n": config.block_n,
-        "smem_stages": config.smem_stages,
         "gather_bytes": config.gather_bytes,
         "col_groups": config.col_groups,
         "dequant": DEQUANT_VALUES[config.dequant],
         "min_blocks": config.min_blocks,
         "q_in_registers": layout.q_in_registers,
-        "rows": layout.rows,
         "smem_bytes": layout.main_smem,
-        "params_struct": PARAMS,
     }
 
 
