@@ -1,12 +1,12 @@
-"""Time each named grid case's shipped config (kgen/tuned/tuning.json, its stamp ignored) with the
-flushed timer, after checking it against the float64 oracle. For comparing two versions of the
-kernel code on the same configs: run it from each tree. `CASE:field=value,...` times the shipped
-config with those fields changed (e.g. `dsv3-tp1-batch:min_blocks=2,kv_splits=8`). JSON lines to
-stdout.
+"""Time each named grid case's shipped config (kgen/tuned/tuning.json, its stamp ignored; dense or
+sparse) with the flushed timer, after checking it against the float64 oracle. For comparing two
+versions of the kernel code on the same configs: run it from each tree. `CASE:field=value,...`
+times the shipped config with those fields changed (e.g. `dsv3-tp1-batch:min_blocks=2,kv_splits=8`;
+integer fields). JSON lines to stdout.
 
     PYTHONPATH=. python3 bench/time_shipped.py [--reps N] [CASE[:field=value,...] ...]
 
-(default: every 16-bit case)
+(default: every 16-bit dense case)
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgen.arch import resolve_arch  # noqa: E402
 from kgen.mla import Config  # noqa: E402
+from kgen.tune.family import FAMILIES  # noqa: E402
 from kgen.tune.space import load_grid, parse_case_overrides  # noqa: E402
 from kgen.tune.sweep import compile_space  # noqa: E402
 from kgen.tune.trials import Trials  # noqa: E402
@@ -28,16 +29,17 @@ from kgen.tune.trials import Trials  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def shipped_configs() -> dict[str, Config]:
+def shipped_configs() -> dict:
+    """The shipped config of every named case: a Config or a SparseConfig."""
     entries = json.loads((ROOT / "kgen/tuned/tuning.json").read_text())["entries"]
     return {
-        e["case"]: Config(**e["config"])
+        e["case"]: FAMILIES[e.get("family", "dense")].config_type(**e["config"])
         for e in entries.values()
-        if "case" in e and e.get("family", "dense") == "dense"
+        if "case" in e
     }
 
 
-def _config(name: str, configs: dict[str, Config]) -> tuple[str, Config]:
+def _config(name: str, configs: dict) -> tuple:
     """The grid case of `CASE[:field=value,...]` and its shipped config with those fields."""
     case, fields = parse_case_overrides(name)
     return case, dataclasses.replace(configs[case], **fields)
@@ -50,7 +52,9 @@ def main() -> int:
     args = parser.parse_args()
     grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
     configs = shipped_configs()
-    names = args.cases or [n for n in configs if grid[n].spec.dtype != "float32"]
+    names = args.cases or [
+        n for n, c in configs.items() if isinstance(c, Config) and grid[n].spec.dtype != "float32"
+    ]
     runs = [(name, *_config(name, configs)) for name in names]
     trials = Trials()
     compile_space(
