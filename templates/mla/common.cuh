@@ -6,8 +6,6 @@ namespace mla {
 constexpr int HEAD_DIM = LATENT_DIM + ROPE_DIM;
 constexpr int TOTAL_ROWS = Q_LEN * HEADS;      // query rows of one sequence
 constexpr int HEAD_GROUPS = HEADS / HEADS_PER_BLOCK;
-constexpr float LN2 = 0.693147180559945309f;
-constexpr float LOG2E = 1.4426950408889634f;
 
 static_assert(HEADS % HEADS_PER_BLOCK == 0, "HEADS_PER_BLOCK must divide HEADS");
 static_assert(ROWS == Q_LEN * HEADS_PER_BLOCK, "ROWS");
@@ -77,23 +75,6 @@ __device__ Range split_range(const Params& p, int b, int split, int num_splits) 
   return {seq_len - Q_LEN, begin, end, poisoned};
 }
 
-// How one row's softmax state becomes its result: 1/l scales o, lse = m + log2(l) (log2 units).
-// A row that saw nothing gets o = 0, lse = -inf; a poisoned one NaN.
-struct Finish {
-  float scale, lse2;
-  __device__ __forceinline__ Finish(float m, float l, bool poisoned) {
-    if (poisoned) {
-      scale = lse2 = CUDART_NAN_F;
-    } else if (l > 0.f || l != l) {
-      scale = 1.f / l;
-      lse2 = m + log2f(l);
-    } else {
-      scale = 0.f;
-      lse2 = -CUDART_INF_F;
-    }
-  }
-  __device__ __forceinline__ float apply(float o) const { return scale == 0.f ? 0.f : o * scale; }
-  __device__ __forceinline__ float lse() const { return lse2 * LN2; }
-};
-
 }  // namespace mla
+
+{% include "mla/finish.cuh" %}

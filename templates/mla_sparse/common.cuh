@@ -1,5 +1,5 @@
 // Sparse MLA: the kernel parameters, where a block's rows live, the slice of the top-k list one
-// split reads, and how a row's softmax state becomes its result. Block (split, head group, query
+// split reads (a row's result: mla/finish.cuh, included last). Block (split, head group, query
 // token bt = b * Q_LEN + t); its ROWS rows are HEADS_PER_BLOCK heads of that token. The combine
 // (mla/combine.cuh) is the dense family's, with bt in the place of the sequence.
 
@@ -7,8 +7,6 @@ namespace mla {
 
 constexpr int HEAD_DIM = LATENT_DIM + ROPE_DIM;
 constexpr int HEAD_GROUPS = HEADS / HEADS_PER_BLOCK;
-constexpr float LN2 = 0.693147180559945309f;
-constexpr float LOG2E = 1.4426950408889634f;
 
 static_assert(HEADS % HEADS_PER_BLOCK == 0, "HEADS_PER_BLOCK must divide HEADS");
 static_assert(ROWS == HEADS_PER_BLOCK, "one query token per block");
@@ -53,23 +51,6 @@ __device__ Range split_range(const Params& p, const int* slots, int split, int n
   return {poisoned ? 0 : begin, poisoned ? 0 : end, poisoned};
 }
 
-// How one row's softmax state becomes its result: 1/l scales o, lse = m + log2(l) (log2 units).
-// A row that saw nothing (every entry -1) gets o = 0, lse = -inf; a poisoned one NaN.
-struct Finish {
-  float scale, lse2;
-  __device__ __forceinline__ Finish(float m, float l, bool poisoned) {
-    if (poisoned) {
-      scale = lse2 = CUDART_NAN_F;
-    } else if (l > 0.f || l != l) {
-      scale = 1.f / l;
-      lse2 = m + log2f(l);
-    } else {
-      scale = 0.f;
-      lse2 = -CUDART_INF_F;
-    }
-  }
-  __device__ __forceinline__ float apply(float o) const { return scale == 0.f ? 0.f : o * scale; }
-  __device__ __forceinline__ float lse() const { return lse2 * LN2; }
-};
-
 }  // namespace mla
+
+{% include "mla/finish.cuh" %}
