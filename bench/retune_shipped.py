@@ -1,10 +1,10 @@
 """Re-tune the shipped configs after a kernel change that leaves the design space alone: each
-dense 16-bit grid case's shipped config (kgen/tuned/tuning.json) is swept again with every axis
-pinned to it, so only its KV split count is re-chosen (the sweep's split candidates), checked
-against the float64 oracle and timed with today's code, and its entry re-recorded (new code
-stamp, new trials) in --db. Far cheaper than a full sweep; it finds no new configs.
-`--record` records the winners of an earlier run's DIR/<case>/results.json instead (where the
-device's database did not come back, say).
+16-bit grid case's shipped config (kgen/tuned/tuning.json; dense or sparse) is swept again with
+every axis pinned to it, so only its KV split count is re-chosen (the sweep's split
+candidates), checked against the float64 oracle and timed with today's code, and its entry
+re-recorded (new code stamp, new trials) in --db. Far cheaper than a full sweep; it finds no new
+configs. `--record` records the winners of an earlier run's DIR/<case>/results.json instead
+(where the device's database did not come back, say).
 
     PYTHONPATH=. python3 bench/retune_shipped.py --out DIR --db DB [--reps N] [CASE ...]
     python3 bench/retune_shipped.py --record --out DIR --db DB
@@ -21,9 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kgen.arch import resolve_arch  # noqa: E402
-from kgen.mla import Config  # noqa: E402
+from kgen.mla import Config, SparseConfig  # noqa: E402
 from kgen.mla.tuning import TuningDB  # noqa: E402
 from kgen.tune.space import Axes, load_grid  # noqa: E402
+from kgen.tune.sparse_space import SparseAxes  # noqa: E402
 from kgen.tune.sweep import SweepOptions, compile_space, record_best, run_sweep  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -48,9 +49,31 @@ def pinned_axes(config: Config) -> Axes:
     )
 
 
+def pinned_sparse_axes(config: SparseConfig) -> SparseAxes:
+    """The sparse sweep axes that enumerate exactly `config` (kv_splits aside)."""
+    registers = config.dequant == "registers"
+    return SparseAxes(
+        heads_per_block=(config.heads_per_block,),
+        num_warps=(config.num_warps,),
+        col_groups=(config.col_groups,),
+        shared_tiles=() if registers else ((config.smem_stages, config.block_n),),
+        register_tiles=(config.block_n,) if registers else (),
+        gather_bytes=(config.gather_bytes,),
+        dequant=(config.dequant,),
+        min_blocks=(config.min_blocks,),
+    )
+
+
+def pinned_options(config, db: Path, reps: int) -> SweepOptions:
+    """Sweep options whose space is `config` alone, in its family's axes."""
+    if isinstance(config, SparseConfig):
+        return SweepOptions(sparse_axes=pinned_sparse_axes(config), db_path=db, reps=reps)
+    return SweepOptions(axes=pinned_axes(config), db_path=db, reps=reps)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("cases", nargs="*", help="grid cases (default: every 16-bit dense one)")
+    parser.add_argument("cases", nargs="*", help="grid cases (default: every 16-bit one)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--reps", type=int, default=10)
@@ -67,7 +90,7 @@ def main() -> int:
     arch = resolve_arch("native").name
     compile_space([(grid[n].spec, configs[n]) for n in names], arch)  # all at once, in parallel
     for name in names:
-        options = SweepOptions(axes=pinned_axes(configs[name]), db_path=args.db, reps=args.reps)
+        options = pinned_options(configs[name], args.db, args.reps)
         report = run_sweep([grid[name]], args.out / name, options)
         best = report["cases"][0].get("best") or {}
         print(json.dumps({"case": name, "best": best.get("config"), "us": best.get("median_us")}))
