@@ -57,11 +57,12 @@ struct Pieces {
 // Merge rows [r0, r0 + nr) x column chunk `chunk` of `chunks` over all S slots into out (and lse,
 // by chunk 0).
 // Threads split the (row, quad) items and, where there are fewer items than threads, the slots,
-// with CHUNK L2 reads in flight per thread; the slices are summed through shared memory.
+// with CHUNK = MERGE_LOADS L2 reads in flight per thread (a latency chain of num_splits / (CHUNK
+// x slices) rounds); the slices are summed through shared memory.
 template <int THREADS>
 __device__ void merge_piece(const Params& p, int b, int num_splits, int r0, int nr, int chunk, int chunks,
                             float* scratch) {
-  constexpr int CHUNK = 4;
+  constexpr int CHUNK = MERGE_LOADS;
   const long long base = slot_row(p, b, 0, num_splits);
   float* w = scratch;                                              // [nr][S] weights
   float4* red = reinterpret_cast<float4*>(scratch + COMBINE_SCRATCH);  // [THREADS] slice sums
