@@ -2,7 +2,8 @@
 # On the device: an A/B (or A/B/C) of kernel code on the shipped configs. Each TREE (a copy of
 # the repository: ".", or an untracked copy such as hack/) runs bench/time_shipped.py on the
 # CASES (grid names, or CASE:field=value overrides), the trees alternating, ROUNDS times; JSON
-# lines in $OUT/NAME/<label>-<round>.jsonl (label: "tree" for ".", else the folder name), a table of medians per case and tree on stdout.
+# lines in $OUT/NAME/<label>-<round>.jsonl (label: "tree" for ".", else the folder's name), and
+# a table of the medians per case and run on stdout.
 #   bash bench/ab.sh NAME ROUNDS REPS TREE [TREE ...] -- CASE [CASE ...]
 set -uo pipefail
 name=$1 rounds=$2 reps=$3; shift 3
