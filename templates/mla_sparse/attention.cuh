@@ -35,7 +35,6 @@ constexpr int WARP_K = WARP_LATENT + (K_STEPS - LATENT_STEPS + COL_GROUPS - 1) /
 constexpr int O_TILES = LATENT_DIM / 8 / COL_GROUPS;
 constexpr int PV_STEPS = BLOCK_N / 16;
 constexpr int S_STRIDE = BLOCK_N + (24 - BLOCK_N % 16) % 16;  // = 8 mod 16: conflict-free float2
-constexpr float RESCALE_THRESHOLD = 8.0f;
 
 // Shared memory: q (when not in registers), the gather stages, the dequantized tiles, the partial
 // scores, and the slot of every row of every stage (-1: masked).
@@ -78,9 +77,11 @@ using QFrags = unsigned[Q_IN_REGISTERS ? WARP_M : 1][Q_IN_REGISTERS ? WARP_K : 1
 using Accum = float[WARP_M][O_TILES][4];
 using PFrags = unsigned[WARP_M][PV_STEPS][4];
 
-struct RowState {
-  float m[WARP_M][2], l[WARP_M][2];
-};
+}  // namespace mla
+
+{% include "mla/mma/online_softmax.cuh" %}
+
+namespace mla {
 
 // The k step (of K_STEPS; past them: none) that is warp cg's kk-th.
 __device__ __forceinline__ int k_step(int kk, int cg) {
@@ -186,49 +187,7 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const float* parti
         s[i][j][2 * h] = row && slot.x >= 0 ? sum.x * p.scale_log2 : -CUDART_INF_F;
         s[i][j][2 * h + 1] = row && slot.y >= 0 ? sum.y * p.scale_log2 : -CUDART_INF_F;
       }
-  float alpha[WARP_M][2];
-  bool rescale = false;
-#pragma unroll
-  for (int i = 0; i < WARP_M; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float mx = -CUDART_INF_F;
-#pragma unroll
-      for (int j = 0; j < N_TILES; ++j) mx = fmaxf(mx, fmaxf(s[i][j][2 * h], s[i][j][2 * h + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      alpha[i][h] = 1.f;
-      if (mx > st.m[i][h] + RESCALE_THRESHOLD || (st.m[i][h] == -CUDART_INF_F && mx != -CUDART_INF_F)) {
-        alpha[i][h] = kgen::fast_exp2(st.m[i][h] - mx);  // 0 when nothing was seen yet
-        st.m[i][h] = mx;
-        rescale = true;
-      }
-    }
-#pragma unroll
-  for (int i = 0; i < WARP_M; ++i) {
-    const float base[2] = {st.m[i][0] == -CUDART_INF_F ? 0.f : st.m[i][0], st.m[i][1] == -CUDART_INF_F ? 0.f : st.m[i][1]};
-    float sum[2] = {0.f, 0.f};
-#pragma unroll
-    for (int j = 0; j < N_TILES; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const unsigned packed = Mma::pack(kgen::fast_exp2(s[i][j][2 * h] - base[h]),
-                                          kgen::fast_exp2(s[i][j][2 * h + 1] - base[h]));
-        const float2 rounded = Mma::unpack(packed);  // l sums exactly the p that P.V uses
-        sum[h] += rounded.x + rounded.y;
-        pa[i][j / 2][(j % 2) * 2 + h] = packed;
-      }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) st.l[i][h] = st.l[i][h] * alpha[i][h] + sum[h];
-  }
-  if (__any_sync(0xffffffffu, rescale)) {
-#pragma unroll
-    for (int i = 0; i < WARP_M; ++i)
-#pragma unroll
-      for (int j = 0; j < O_TILES; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) o[i][j][e] *= alpha[i][e / 2];
-  }
+  online_softmax(s, st, o, pa);
 }
 
 // fp8: P's A fragment of k step kk times the group-g scales of its positions (16 kk + 2 qd + {0,

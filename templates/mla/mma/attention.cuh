@@ -51,7 +51,6 @@ constexpr int WARP_K = (K_STEPS + COL_GROUPS - 1) / COL_GROUPS;  // k16 steps pe
 constexpr int O_TILES = LATENT_DIM / 8 / COL_GROUPS;            // n8 tiles of output per warp
 constexpr int PV_STEPS = BLOCK_N / 16;
 constexpr int S_STRIDE = BLOCK_N + (24 - BLOCK_N % 16) % 16;    // = 8 mod 16: conflict-free float2
-constexpr float RESCALE_THRESHOLD = 8.0f;
 
 // q: a warp's first Q_REG_STEPS k steps (kk) in registers; the columns of the later ones, from
 // Q_SMEM_COL on, in shared memory (rows of Q_ROW_ELEMS, an odd number of chunks as for KV).
@@ -321,26 +320,11 @@ __device__ __forceinline__ void reduce_partials(float* partials, float scale_log
   }
 }
 
-// Whether a row's running max m (log2 units) moves to the tile's max mx: only a rise past
-// RESCALE_THRESHOLD moves it (so p <= 2^threshold), or the first finite max. Then `alpha` is the
-// rescale factor of what was summed before (0 when nothing was).
-__device__ __forceinline__ bool max_rose(float& m, float mx, float& alpha) {
-  alpha = 1.f;
-  if (mx > m + RESCALE_THRESHOLD || (m == -CUDART_INF_F && mx != -CUDART_INF_F)) {
-    alpha = kgen::fast_exp2(m - mx);
-    m = mx;
-    return true;
-  }
-  return false;
-}
+}  // namespace mla
 
-// The base exponent of a row's p = 2^(s - base): its max, or 0 while the row has seen nothing.
-__device__ __forceinline__ float exp_base(float m) { return m == -CUDART_INF_F ? 0.f : m; }
+{% include "mla/mma/online_softmax.cuh" %}
 
-// Softmax state of this thread's rows: running max m (log2 units) and its share of the sum l.
-struct RowState {
-  float m[WARP_M][2], l[WARP_M][2];
-};
+namespace mla {
 
 // 2. Whole scores of this warp's rows from the partials, masked; online softmax; P as A fragments
 // (o rescaled when a row's max rose).
@@ -377,44 +361,7 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const float* parti
           if (!visible(n, start + count, prefix, rows.valid[i][h], rows.drafts[i][h])) s[i][j][e] = -CUDART_INF_F;
         }
   }
-  float alpha[WARP_M][2];
-  bool rescale = false;
-#pragma unroll
-  for (int i = 0; i < WARP_M; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float mx = -CUDART_INF_F;
-#pragma unroll
-      for (int j = 0; j < N_TILES; ++j) mx = fmaxf(mx, fmaxf(s[i][j][2 * h], s[i][j][2 * h + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      rescale |= max_rose(st.m[i][h], mx, alpha[i][h]);
-    }
-#pragma unroll
-  for (int i = 0; i < WARP_M; ++i) {
-    const float base[2] = {exp_base(st.m[i][0]), exp_base(st.m[i][1])};
-    float sum[2] = {0.f, 0.f};
-#pragma unroll
-    for (int j = 0; j < N_TILES; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const unsigned packed = Mma::pack(kgen::fast_exp2(s[i][j][2 * h] - base[h]),
-                                          kgen::fast_exp2(s[i][j][2 * h + 1] - base[h]));
-        const float2 rounded = Mma::unpack(packed);  // l sums exactly the p that P.V uses
-        sum[h] += rounded.x + rounded.y;
-        pa[i][j / 2][(j % 2) * 2 + h] = packed;
-      }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) st.l[i][h] = st.l[i][h] * alpha[i][h] + sum[h];
-  }
-  if (__any_sync(0xffffffffu, rescale)) {
-#pragma unroll
-    for (int i = 0; i < WARP_M; ++i)
-#pragma unroll
-      for (int j = 0; j < O_TILES; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) o[i][j][e] *= alpha[i][e / 2];
-  }
+  online_softmax(s, st, o, pa);
 }
 
 // SPLIT_SOFTMAX: this lane's Items (fixed for the whole split) and their softmax state: the row's
