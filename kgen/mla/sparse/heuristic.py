@@ -7,9 +7,8 @@ block up to two m16 tiles (BLOCK_H <= 32: a gathered tile serves 32 heads), then
 fewer than 16 where there are 16 (a padded m16 tile); 8 warps past 16 heads. Of those, the first
 that leaves 8 warps per SM resident (sm_120: a 4-warp block must share its SM) and whose grid,
 with splits of two tiles, reaches half the SMs (small batches: 16-head blocks rather than idle
-SMs); then as many splits of
-the top-k list as one wave of blocks holds, at least two tiles each unless that leaves over half
-the SMs idle.
+SMs); then as many splits of the top-k list as one wave of blocks holds, at least two tiles each
+unless that leaves over half the SMs idle.
 
 Measured on the H200 (sweep of the ten sparse grid cases, 2026-11-30,
 bench/results/h200-2026-11-30k-sparse): register dequantization won every case, the old default
@@ -85,10 +84,9 @@ def default_sparse_config(spec: SparseSpec, batch: int, arch: Arch, sm_count: in
     occupancy = arch.occupancy(layout.threads, layout.registers_estimate, layout.dynamic_smem)
     wave = sm_count * max(1, occupancy.blocks_per_sm)  # blocks resident at once
     blocks = _blocks(spec, batch, config)
-    tiles = math.ceil(spec.topk / config.block_n)
-    most = max(1, tiles // MIN_TILES_PER_SPLIT)
+    most = _most_splits(spec, config)
     if 2 * blocks * most < sm_count:  # splits of one tile rather than idle SMs
-        most = tiles
+        most = math.ceil(spec.topk / config.block_n)
     # As kgen.mla.heuristic: as many splits as fit in one wave, never more; a few blocks past a
     # wave cost a second one (measured on the dense family, H200 sweep 2026-11-30d: 4 splits of
     # 32 blocks on 132 SMs 145 us, 5 splits 241 us).
@@ -101,7 +99,11 @@ def _blocks(spec: SparseSpec, batch: int, config: SparseConfig) -> int:
     return max(1, batch * spec.q_len * (spec.heads // config.heads_per_block))
 
 
+def _most_splits(spec: SparseSpec, config: SparseConfig) -> int:
+    """Splits of the top-k list with MIN_TILES_PER_SPLIT tiles each (at least one split)."""
+    return max(1, math.ceil(spec.topk / config.block_n) // MIN_TILES_PER_SPLIT)
+
+
 def _most_blocks(spec: SparseSpec, batch: int, config: SparseConfig) -> int:
     """Blocks of the grid with splits of MIN_TILES_PER_SPLIT tiles."""
-    tiles = math.ceil(spec.topk / config.block_n)
-    return _blocks(spec, batch, config) * max(1, tiles // MIN_TILES_PER_SPLIT)
+    return _blocks(spec, batch, config) * _most_splits(spec, config)
