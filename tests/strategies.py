@@ -41,36 +41,33 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
     compute = draw(st.sampled_from(computes if spec.dtype != "float32" else ("fma",)))
     if compute == "mma":
         warps = draw(st.sampled_from([1, 2, 4, 8]))
-        small = [h for h in divisors(spec.heads) if h * spec.q_len <= 8]
-        unmasked = spec.mask == "none" or (spec.mask == "causal" and spec.q_len == 1)
-        if unmasked and small and draw(st.sampled_from([0, 0, 1])):
-            return Config(  # rows on the n8 side (swap_rows): its own constraints
-                heads_per_block=draw(st.sampled_from(small)),
-                kv_splits=draw(st.sampled_from(SPLITS)),
-                vec_width=8,
-                smem_stages=draw(st.integers(2, 4)),
-                num_warps=warps,
-                block_n=draw(st.sampled_from([16, 32, 48, 64])),
-                compute="mma",
-                col_groups=warps,
-                min_blocks=draw(st.sampled_from([0, 1, 2])),
-                qk_ahead=draw(st.sampled_from([0, 1])),
-                swap_rows=1,
-            )
-        split_reduce = draw(st.sampled_from([0, 1])) if warps > 1 else 0
-        return Config(
-            heads_per_block=draw(st.sampled_from(divisors(spec.heads))),
+        shared = dict(  # what both row layouts take alike
             kv_splits=draw(st.sampled_from(SPLITS)),
             vec_width=8,
             smem_stages=draw(st.integers(2, 4)),
             num_warps=warps,
             block_n=draw(st.sampled_from([16, 32, 48, 64])),
             compute="mma",
-            col_groups=draw(st.sampled_from([c for c in (1, 2, 4, 8) if c <= warps])),
             min_blocks=draw(st.sampled_from([0, 1, 2])),
             qk_ahead=draw(st.sampled_from([0, 1])),
+        )
+        small = [h for h in divisors(spec.heads) if h * spec.q_len <= 8]
+        unmasked = spec.mask == "none" or (spec.mask == "causal" and spec.q_len == 1)
+        if unmasked and small and draw(st.sampled_from([0, 0, 1])):
+            # rows on the n8 side (swap_rows): its own constraints
+            return Config(
+                heads_per_block=draw(st.sampled_from(small)),
+                col_groups=warps,
+                swap_rows=1,
+                **shared,
+            )
+        split_reduce = draw(st.sampled_from([0, 1])) if warps > 1 else 0
+        return Config(
+            heads_per_block=draw(st.sampled_from(divisors(spec.heads))),
+            col_groups=draw(st.sampled_from([c for c in (1, 2, 4, 8) if c <= warps])),
             split_reduce=split_reduce,
             split_softmax=draw(st.sampled_from([0, 1])) if warps > 1 and not split_reduce else 0,
+            **shared,
         )
     stages = draw(st.integers(0, 3))
     return Config(
