@@ -1,8 +1,10 @@
 """Merge tuning databases: per entry key, the entry with the fastest median of any of them (its
 trials joined by the others' for the same key), then keys only some of them hold. For a sweep
-split over several runs (other axes, other cases) before shipping its winners.
+split over several runs (other axes, other cases) before shipping its winners. With --replace,
+a later database's entry replaces an earlier one's whole instead (a re-tune after a kernel change:
+the old timings belong to other code).
 
-    python3 bench/merge_db.py OUT.json DB.json [DB.json ...]
+    python3 bench/merge_db.py [--replace] OUT.json DB.json [DB.json ...]
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ import sys
 from pathlib import Path
 
 
-def merge(paths: list[Path]) -> dict:
+def merge(paths: list[Path], replace: bool = False) -> dict:
     merged: dict[str, dict] = {}
     for path in paths:
         for key, entry in json.loads(path.read_text())["entries"].items():
             old = merged.get(key)
-            if old is None:
+            if old is None or replace:
                 merged[key] = dict(entry)
                 continue
             trials = old.get("trials", []) + entry.get("trials", [])
@@ -27,11 +29,13 @@ def merge(paths: list[Path]) -> dict:
 
 
 def main() -> int:
-    out, *paths = (Path(a) for a in sys.argv[1:])
+    args = sys.argv[1:]
+    replace = "--replace" in args
+    out, *paths = (Path(a) for a in args if a != "--replace")
     if not paths:
         print(__doc__, file=sys.stderr)
         return 2
-    merged = merge(paths)
+    merged = merge(paths, replace)
     out.write_text(json.dumps(merged, indent=1))
     for key, entry in merged["entries"].items():
         print(

@@ -8,6 +8,7 @@ configs. `--record` records the winners of an earlier run's DIR/<case>/results.j
 
     PYTHONPATH=. python3 bench/retune_shipped.py --out DIR --db DB [--reps N] [CASE ...]
     python3 bench/retune_shipped.py --record --out DIR --db DB
+    (--family dense|sparse: only that family's cases)
 """
 
 from __future__ import annotations
@@ -78,10 +79,16 @@ def main() -> int:
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--record", action="store_true", help="record --out's results only")
+    parser.add_argument("--family", choices=("dense", "sparse"), help="only this family's cases")
     args = parser.parse_args()
     grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
     configs = shipped_configs()
-    names = args.cases or [n for n in configs if grid[n].spec.dtype != "float32"]
+    names = args.cases or [
+        n
+        for n, config in configs.items()
+        if grid[n].spec.dtype != "float32"
+        and args.family in (None, "sparse" if isinstance(config, SparseConfig) else "dense")
+    ]
     if args.record:
         for name in names:
             report = json.loads((args.out / name / "results.json").read_text())

@@ -6,20 +6,10 @@
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out/aj"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
-sparse="dsv32-sparse-h16-b1 dsv32-sparse-h16-b32 dsv32-sparse-h16-b128 dsv32-sparse-h64-b1 dsv32-sparse-h64-b32
-dsv32-sparse-h64-b128 dsv32-sparse-h128-b1 dsv32-sparse-h128-b32 dsv32-sparse-h128-b128 dsv32-sparse-h16-verify"
-timeout 220 python3 bench/retune_shipped.py --out "$out/aj/retune" --db "$out/aj/retuned.json" --reps 10 $sparse \
+timeout 220 python3 bench/retune_shipped.py --out "$out/aj/retune" --db "$out/aj/retuned.json" --reps 10 --family sparse \
   > "$out/aj/retune.log" 2>&1
 echo "retune exit $?"; grep '^{' "$out/aj/retune.log"
-python3 - "$out/aj/retuned.json" <<'PY'
-import json, sys
-shipped = json.load(open("kgen/tuned/tuning.json"))
-new = json.load(open(sys.argv[1]))["entries"]
-shipped["entries"].update(new)
-entries = dict(sorted(shipped["entries"].items()))
-open("kgen/tuned/tuning.json", "w").write(json.dumps({"entries": entries}, indent=1))
-print(f"{len(new)} entries written over the shipped database")
-PY
+python3 bench/merge_db.py --replace kgen/tuned/tuning.json kgen/tuned/tuning.json "$out/aj/retuned.json" > /dev/null
 cp kgen/tuned/tuning.json "$out/tuning.json"
 timeout 250 python3 -m pytest -m gpu -q -n 14 -p no:cacheprovider -rfEs > "$out/aj/gpu-tests.log" 2>&1
 echo "gpu tests exit $?: $(tail -1 "$out/aj/gpu-tests.log")"; grep -E "^(FAILED|ERROR)" "$out/aj/gpu-tests.log" | head

@@ -6,24 +6,14 @@
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out/al"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
-sparse="dsv32-sparse-h16-b1 dsv32-sparse-h16-b32 dsv32-sparse-h16-b128 dsv32-sparse-h64-b1 dsv32-sparse-h64-b32
-dsv32-sparse-h64-b128 dsv32-sparse-h128-b1 dsv32-sparse-h128-b32 dsv32-sparse-h128-b128 dsv32-sparse-h16-verify"
-timeout 200 python3 bench/retune_shipped.py --out "$out/al/retune" --db "$out/al/retuned.json" --reps 10 $sparse \
+timeout 200 python3 bench/retune_shipped.py --out "$out/al/retune" --db "$out/al/retuned.json" --reps 10 --family sparse \
   > "$out/al/retune.log" 2>&1
 echo "retune exit $?"; grep '^{' "$out/al/retune.log" | python3 -c "
 import json, sys
 for line in sys.stdin:
     r = json.loads(line); c = r['best'] or {}
     print(f\"{r['case']:26s} {r['us']:.1f} hb{c.get('heads_per_block')} s{c.get('kv_splits')} n{c.get('block_n')} w{c.get('num_warps')} mb{c.get('min_blocks')}\")"
-python3 - "$out/al/retuned.json" <<'PY'
-import json, sys
-shipped = json.load(open("kgen/tuned/tuning.json"))
-new = json.load(open(sys.argv[1]))["entries"]
-shipped["entries"].update(new)
-entries = dict(sorted(shipped["entries"].items()))
-open("kgen/tuned/tuning.json", "w").write(json.dumps({"entries": entries}, indent=1))
-print(f"{len(new)} entries written over the shipped database")
-PY
+python3 bench/merge_db.py --replace kgen/tuned/tuning.json kgen/tuned/tuning.json "$out/al/retuned.json" > /dev/null
 cp kgen/tuned/tuning.json "$out/tuning.json"
 timeout 150 python3 -m pytest -m gpu -q -n 14 -p no:cacheprovider -rfEs tests/test_sparse_gpu.py \
   tests/test_sparse_tune_gpu.py tests/test_tune_gpu.py > "$out/al/gpu-tests.log" 2>&1
