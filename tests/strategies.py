@@ -52,8 +52,7 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
             qk_ahead=draw(st.sampled_from([0, 1])),
         )
         small = [h for h in divisors(spec.heads) if h * spec.q_len <= 8]
-        unmasked = spec.mask == "none" or (spec.mask == "causal" and spec.q_len == 1)
-        if unmasked and small and draw(st.sampled_from([0, 0, 1])):
+        if spec.masks_nothing and small and draw(st.sampled_from([0, 0, 1])):
             # rows on the n8 side (swap_rows): its own constraints
             return Config(
                 heads_per_block=draw(st.sampled_from(small)),

@@ -102,7 +102,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     if config.swap_rows:
         if rows > 8:
             refuse("swap_rows", f"puts the rows on the n8 side of the MMA: at most 8, not {rows}")
-        if spec.mask == "tree" or (spec.mask == "causal" and spec.q_len > 1):
+        if not spec.masks_nothing:
             refuse(
                 "swap_rows",
                 f"takes mask 'none', or 'causal' at q_len = 1 (no draft rows to mask), not "

@@ -66,6 +66,11 @@ class Spec(AttentionShape, Params):
             f"'none' means plain decode (q_len 1); q_len={self.q_len} needs 'causal' or 'tree'",
         )
 
+    @property
+    def masks_nothing(self) -> bool:
+        """Whether the mask hides no position from any row: 'none', or 'causal' over one row."""
+        return self.mask == "none" or (self.mask == "causal" and self.q_len == 1)
+
     def short_name(self) -> str:
         dt = DTYPES[self.dtype].short
         dims = (

@@ -144,8 +144,7 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
             for f in axes.split_softmax
             if (c > 1 and not r) or not f
             for sw in axes.swap_rows
-            if not sw
-            or (c == w and not r and not f and h * spec.q_len <= 8 and spec.mask == "none")
+            if not sw or (c == w and not r and not f and h * spec.q_len <= 8 and spec.masks_nothing)
         ]
     return configs
 
