@@ -77,6 +77,11 @@ using QFrags = unsigned[Q_IN_REGISTERS ? WARP_M : 1][Q_IN_REGISTERS ? WARP_K : 1
 using Accum = float[WARP_M][O_TILES][4];
 using PFrags = unsigned[WARP_M][PV_STEPS][4];
 
+// Measured on the H200: skipping the softmax max's shuffles when a warp vote says no row's max
+// can move saves 3-4% with 4-warp blocks (h16-b128, h16-verify, h128-b128) and costs 1-2% with
+// 8-warp ones (h64-b32, h64-b128, h128-b32).
+constexpr bool MAX_VOTE = NUM_WARPS < 8;
+
 }  // namespace mla
 
 {% include "mla/mma/online_softmax.cuh" %}

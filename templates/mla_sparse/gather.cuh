@@ -56,18 +56,6 @@ __device__ __forceinline__ const unsigned char* cache_row(const Params& p, int s
   return p.kv + page * p.kv_sp + offset * p.kv_sr;
 }
 
-// cp.async of GATHER_BYTES that copies `bytes` (GATHER_BYTES or 0) and zero-fills the rest.
-__device__ __forceinline__ void cp_async_zfill(void* smem, const void* gmem, int bytes) {
-  const unsigned dst = kgen::smem_address(smem);
-  if constexpr (GATHER_BYTES == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(bytes) : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(gmem), "n"(GATHER_BYTES),
-                 "r"(bytes)
-                 : "memory");
-  }
-}
-
 // Issue the gather of this thread's row (cache slot `slot`, -1: zeros) into a pipeline stage, as
 // the cached bytes are (fp8 rows whole, 16-bit rows into padded tile rows).
 __device__ __forceinline__ void gather_row(const Params& p, int slot, unsigned char* stage) {
@@ -75,12 +63,11 @@ __device__ __forceinline__ void gather_row(const Params& p, int slot, unsigned c
   constexpr int ITEMS = (PIECES + LOAD_THREADS_PER_ROW - 1) / LOAD_THREADS_PER_ROW;
   const unsigned char* src = slot >= 0 ? cache_row(p, slot) : p.kv;
   unsigned char* dst = stage + load_row() * STAGE_ROW_BYTES;
-  const int bytes = slot >= 0 ? GATHER_BYTES : 0;
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
     const int piece = load_lane() + j * LOAD_THREADS_PER_ROW;
     if (PIECES % LOAD_THREADS_PER_ROW == 0 || piece < PIECES)
-      cp_async_zfill(dst + piece * GATHER_BYTES, src + piece * GATHER_BYTES, bytes);
+      kgen::cp_async_or_zeros<GATHER_BYTES>(dst + piece * GATHER_BYTES, src + piece * GATHER_BYTES, slot < 0);
   }
 }
 

@@ -1,7 +1,8 @@
 // The online softmax of a tile's scores in registers, as both tensor-core families (dense and
 // sparse) run it on the row path: the running max moves only on a rise past RESCALE_THRESHOLD
 // (log2 units), p = 2^(s - max) is packed into P.V's A fragments, and l sums the p that P.V
-// uses. Included after the family's WARP_M, N_TILES, O_TILES, Accum and PFrags.
+// uses. Included after the family's WARP_M, N_TILES, O_TILES, Accum, PFrags and MAX_VOTE
+// (whether a warp vote skips the max's shuffles when no row's max can move: see may_rise).
 
 namespace mla {
 
@@ -20,6 +21,13 @@ __device__ __forceinline__ bool max_rose(float& m, float mx, float& alpha) {
   return false;
 }
 
+// Whether a row's running max m could move for a score x of it (max_rose for a max of one score).
+// When no lane of a warp holds such a score, no row of the warp moves: the max's shuffles are
+// skipped (every tile but the first few, as the max settles).
+__device__ __forceinline__ bool may_rise(float m, float x) {
+  return x > m + RESCALE_THRESHOLD || (m == -CUDART_INF_F && x != -CUDART_INF_F);
+}
+
 // The base exponent of a row's p = 2^(s - base): its max, or 0 while the row has seen nothing.
 __device__ __forceinline__ float exp_base(float m) { return m == -CUDART_INF_F ? 0.f : m; }
 
@@ -31,19 +39,28 @@ struct RowState {
 // A tile's masked scores s (log2 units) of this thread's rows -> P as A fragments; the row states
 // updated, o rescaled where a row's max rose.
 __device__ __forceinline__ void online_softmax(float (&s)[WARP_M][N_TILES][4], RowState& st, Accum& o, PFrags& pa) {
-  float alpha[WARP_M][2];
-  bool rescale = false;
+  float alpha[WARP_M][2], mx[WARP_M][2];
+  bool rise = false, rescale = false;
 #pragma unroll
   for (int i = 0; i < WARP_M; ++i)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float mx = -CUDART_INF_F;
+      mx[i][h] = -CUDART_INF_F;
 #pragma unroll
-      for (int j = 0; j < N_TILES; ++j) mx = fmaxf(mx, fmaxf(s[i][j][2 * h], s[i][j][2 * h + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      rescale |= max_rose(st.m[i][h], mx, alpha[i][h]);
+      for (int j = 0; j < N_TILES; ++j) mx[i][h] = fmaxf(mx[i][h], fmaxf(s[i][j][2 * h], s[i][j][2 * h + 1]));
+      rise |= may_rise(st.m[i][h], mx[i][h]);
+      alpha[i][h] = 1.f;
     }
+  if (!MAX_VOTE || __any_sync(0xffffffffu, rise)) {
+#pragma unroll
+    for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float m = fmaxf(mx[i][h], __shfl_xor_sync(0xffffffffu, mx[i][h], 1));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+        rescale |= max_rose(st.m[i][h], m, alpha[i][h]);
+      }
+  }
 #pragma unroll
   for (int i = 0; i < WARP_M; ++i) {
     const float base[2] = {exp_base(st.m[i][0]), exp_base(st.m[i][1])};

@@ -90,17 +90,23 @@ __device__ __forceinline__ void softmax_swapped(const Params& p, const float* pa
       s[i][2 * h] = n < count && 2 * ln.qd < ROWS ? sum.x * p.scale_log2 : -CUDART_INF_F;
       s[i][2 * h + 1] = n < count && 2 * ln.qd + 1 < ROWS ? sum.y * p.scale_log2 : -CUDART_INF_F;
     }
-  float alpha[2];
-  bool rescale = false;
+  float alpha[2] = {1.f, 1.f}, mx[2];
+  bool rise = false, rescale = false;
 #pragma unroll
   for (int e = 0; e < 2; ++e) {
-    float mx = -CUDART_INF_F;
+    mx[e] = -CUDART_INF_F;
 #pragma unroll
-    for (int i = 0; i < P_TILES; ++i) mx = fmaxf(mx, fmaxf(s[i][e], s[i][2 + e]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
-    rescale |= max_rose(st.m[e], mx, alpha[e]);
+    for (int i = 0; i < P_TILES; ++i) mx[e] = fmaxf(mx[e], fmaxf(s[i][e], s[i][2 + e]));
+    rise |= may_rise(st.m[e], mx[e]);
+  }
+  if (__any_sync(0xffffffffu, rise)) {  // (see may_rise)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      float m = fmaxf(mx[e], __shfl_xor_sync(0xffffffffu, mx[e], 4));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 8));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 16));
+      rescale |= max_rose(st.m[e], m, alpha[e]);
+    }
   }
   const float base[2] = {exp_base(st.m[0]), exp_base(st.m[1])};
   float sum[2] = {0.f, 0.f};
