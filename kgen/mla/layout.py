@@ -61,6 +61,13 @@ def mma_warp_grid(latent_dim: int, config, rows: int, refuse) -> tuple[int, int,
     return m_tiles, row_groups, m_tiles // row_groups
 
 
+def swizzled_row_bytes(head_dim: int) -> int:
+    """A 16-bit KV tile row of the tensor-core path in shared memory: whole 128-byte groups of
+    eight 16-byte chunks (swizzled within each group, so ldmatrix's rows and each cp.async
+    quarter-warp hit distinct banks)."""
+    return -(-head_dim // 64) * 128
+
+
 def padded_row_bytes(head_dim: int) -> int:
     """A 16-bit tile row in shared memory: an odd number of 16-byte chunks, so that ldmatrix's
     eight row addresses fall in distinct banks."""

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from kgen.arch import Arch
-from kgen.mla.layout import combine_smem, mma_warp_grid, padded_row_bytes, refuser
+from kgen.mla.layout import combine_smem, mma_warp_grid, refuser, swizzled_row_bytes
 from kgen.mla.spec import Config, Spec
 
 MAX_BLOCK_N = 64  # the draft scan keeps one bit per position in a 64-bit word
@@ -135,7 +135,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     cols = config.col_groups
     m_tiles, row_groups, warp_m = mma_warp_grid(spec.latent_dim, config, rows, refuse)
 
-    row_bytes = padded_row_bytes(spec.head_dim)
+    row_bytes = swizzled_row_bytes(spec.head_dim)
     warp_k = math.ceil(spec.head_dim // 16 / cols)
     q_steps = warp_k if warp_m * warp_k * 4 <= Q_REGISTER_LIMIT else 0
     if q_steps and arch.regs_per_sm // (threads * max(config.min_blocks, 1)) <= TIGHT_REGISTERS:

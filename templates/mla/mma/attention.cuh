@@ -40,7 +40,7 @@ using Mma = kgen::MmaType<T>;
 constexpr int NUM_THREADS = NUM_WARPS * 32;
 constexpr int CHUNKS = HEAD_DIM / 8;                            // 16-byte chunks of a cached row
 constexpr int LATENT_CHUNKS = LATENT_DIM / 8;
-constexpr int ROW_CHUNKS = CHUNKS % 2 ? CHUNKS : CHUNKS + 1;    // odd: ldmatrix rows hit distinct banks
+constexpr int ROW_CHUNKS = (CHUNKS + 7) / 8 * 8;               // whole 128-byte groups (see tile_at)
 constexpr int ROW_ELEMS = ROW_CHUNKS * 8;
 constexpr int M_TILES = (ROWS + 15) / 16;
 constexpr int ROW_GROUPS = NUM_WARPS / COL_GROUPS;
@@ -90,6 +90,38 @@ static_assert(!SPLIT_REDUCE || COL_GROUPS > 1, "split reduce sums the partials o
 static_assert(!(SPLIT_REDUCE && SPLIT_SOFTMAX), "split softmax sums the partials in its slices already");
 static_assert(MAIN_SMEM == SMEM_BYTES, "shared-memory layout differs from kgen.mla.mma_layout");
 
+// Where chunk c (16 bytes) of row r of a KV tile sits, in elements from the tile: slot c ^ (r % 8)
+// of the row (an XOR swizzle within each 128-byte group). The 8 row addresses of an ldmatrix
+// (8 consecutive rows, one chunk) then hit distinct banks, and each cp.async quarter-warp (8
+// chunks of a row) writes one aligned 128-byte group. Rows of an odd number of chunks avoid the
+// first too, but their copies straddle two groups: measured with ncu on the H200, 2.6x the ideal
+// shared-memory wavefronts per LDGSTS, a quarter of all the loop's shared wavefronts.
+// chunk_slot: the slot of chunk hi + lo in a row with r % 8 == x, for hi a multiple of 8 (the loops
+// pass their unrolled, compile-time share of the chunk as hi, so the rest is a per-thread constant).
+__device__ __forceinline__ int chunk_slot(int hi, int lo, int x) { return hi + (lo ^ x); }
+__device__ __forceinline__ int tile_at(int r, int c) { return r * ROW_ELEMS + chunk_slot(0, c, r % 8) * 8; }
+
+// ldmatrix's row r % 8 is lane % 8 in every use below. Chunk c = 2 * ks + b of a k step's ldmatrix
+// (ks = kk * cols + cg, b a lane bit), split as chunk_slot takes it.
+template <int COLS>
+__device__ __forceinline__ int k_step_slot(int kk, int cg, int b, int x) {
+  constexpr int STEP = 2 * COLS;  // chunks from one kk to the next
+  return chunk_slot(kk * STEP / 8 * 8, kk * STEP % 8 + 2 * cg + b, x);
+}
+
+// A lane's ldmatrix row addresses in a tile for the chunks hi + 2q + b (q = 0..3; hi a multiple of
+// 8, b a lane bit) of row `row` (row % 8 == x): the XOR swizzle makes them four per-thread
+// addresses, one per q, to which later chunk groups and rows add constants (immediate offsets).
+struct SwizzledRows {
+  const T* at[4];
+  __device__ __forceinline__ SwizzledRows(const T* tile, int row, int hi, int b, int x) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) at[q] = tile + row * ROW_ELEMS + chunk_slot(hi, 2 * q + b, x) * 8;
+  }
+  // rows r on (a multiple of 8), chunks c on (even) from the constructor's
+  __device__ __forceinline__ const T* operator()(int r, int c) const { return at[c % 8 / 2] + r * ROW_ELEMS + c / 8 * 64; }
+};
+
 // This thread's share of every KV tile: position LOAD_POS (one row, so one block-table entry) and
 // its 16-byte chunks LOAD_CHUNK + j * LOAD_THREADS_PER_ROW, at immediate offsets from one address.
 constexpr int LOAD_THREADS_PER_ROW = NUM_THREADS / BLOCK_N;
@@ -121,23 +153,29 @@ constexpr bool SPREAD_COPIES = NUM_WARPS >= 8 && !QK_AHEAD;
 // (measured on the H200: 1-2% faster on the decode cases than no hint; 256 B neutral; .ca, L1
 // too, 4-10% slower).
 struct TileCopy {
+  // With a multiple of 8 threads per row, a thread's chunks share their place in a 128-byte group
+  // (dst: the first one's slot, the others at fixed offsets); else dst is the row, `swizzle` its r % 8
+  static constexpr bool WHOLE_GROUPS = LOAD_THREADS_PER_ROW % 8 == 0;
   const T* src = nullptr;
   T* dst = nullptr;
   int bytes = -1;  // 16, 0 (a position past the end: zeros) or -1 (idle)
+  int swizzle = 0;
 
   TileCopy() = default;
   __device__ __forceinline__ TileCopy(const Params& p, int start, int end, int page, T* tile) {
     const int pos = load_pos(), chunk = threadIdx.x % LOAD_THREADS_PER_ROW;
     const int row_in_page = (start + pos) % PAGE_SIZE;
     src = p.kv + page * p.kv_sp + (row_in_page * static_cast<int>(p.kv_sr) + chunk * 8);
-    dst = tile + pos * ROW_ELEMS + chunk * 8;
+    dst = tile + (WHOLE_GROUPS ? tile_at(pos, chunk) : pos * ROW_ELEMS);
     bytes = start + pos < end ? 16 : 0;
+    swizzle = pos % 8;
   }
 
   __device__ __forceinline__ void piece(int j) const {
-    const int chunk = threadIdx.x % LOAD_THREADS_PER_ROW;
-    if (bytes >= 0 && (CHUNKS % LOAD_THREADS_PER_ROW == 0 || chunk + j * LOAD_THREADS_PER_ROW < CHUNKS))
-      kgen::cp_async_or_zeros<16, true>(dst + j * LOAD_THREADS_PER_ROW * 8, src + j * LOAD_THREADS_PER_ROW * 8, bytes == 0);
+    const int chunk = threadIdx.x % LOAD_THREADS_PER_ROW, c = chunk + j * LOAD_THREADS_PER_ROW;
+    T* to = WHOLE_GROUPS ? dst + j * LOAD_THREADS_PER_ROW * 8 : dst + (c ^ swizzle) * 8;
+    if (bytes >= 0 && (CHUNKS % LOAD_THREADS_PER_ROW == 0 || c < CHUNKS))
+      kgen::cp_async_or_zeros<16, true>(to, src + j * LOAD_THREADS_PER_ROW * 8, bytes == 0);
   }
 
   // With SPREAD_COPIES, the pieces dealt to k step kk of a loop of `steps` (all of them over
@@ -205,7 +243,7 @@ __device__ __forceinline__ bool scan_drafts(const T* tile, int lo, int count, un
   bool found = false;
   for (int idx = threadIdx.x; idx < (count - lo) * LATENT_CHUNKS; idx += NUM_THREADS) {
     const int pos = lo + idx / LATENT_CHUNKS, c = idx % LATENT_CHUNKS;
-    if (kgen::any_nonfinite<T>(*reinterpret_cast<const uint4*>(tile + pos * ROW_ELEMS + c * 8))) {
+    if (kgen::any_nonfinite<T>(*reinterpret_cast<const uint4*>(tile + tile_at(pos, c)))) {
       atomicOr(bad, 1ull << pos);
       found = true;
     }
@@ -250,7 +288,8 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
 #pragma unroll
       for (int j = 0; j < N_TILES; j += 2) {
         unsigned k[4];
-        kgen::ldmatrix_x4(k, tile + (8 * j + ln.lane % 8 + (ln.lane / 16) * 8) * ROW_ELEMS + (2 * ks + (ln.lane / 8) % 2) * 8);
+        kgen::ldmatrix_x4(k, tile + (8 * j + ln.lane % 8 + (ln.lane / 16) * 8) * ROW_ELEMS +
+                                 k_step_slot<COL_GROUPS>(kk, ln.cg, (ln.lane / 8) % 2, ln.lane % 8) * 8);
 #pragma unroll
         for (int i = 0; i < WARP_M; ++i) {
           Mma::mma(acc[i][j], a[i], k[0], k[1]);
@@ -461,6 +500,9 @@ __device__ void fold_bad_drafts(const Params& p, int b, T* tile, int start, int 
   for (int n = 0; n < BLOCK_N; ++n) {
     if (!((bad >> n) & 1ull)) continue;
     const int pos = start + n;  // a draft position: pos >= prefix
+    // Its V from the cache, not the tile: the tile's swizzle would cost every read below an
+    // address of its own (registers), the cache row is contiguous (and in L2: just copied)
+    const T* v = kv_row(p, b, pos);
 #pragma unroll
     for (int i = 0; i < WARP_M; ++i)
 #pragma unroll
@@ -473,14 +515,14 @@ __device__ void fold_bad_drafts(const Params& p, int b, T* tile, int start, int 
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int d = (ln.cg * O_TILES + j) * 8 + 2 * ln.qd + e;
-            o[i][j][2 * h + e] = fmaf(pr, kgen::to_float(tile[n * ROW_ELEMS + d]), o[i][j][2 * h + e]);
+            o[i][j][2 * h + e] = fmaf(pr, kgen::to_float(v[d]), o[i][j][2 * h + e]);
           }
       }
   }
   __syncthreads();
   for (int idx = threadIdx.x; idx < BLOCK_N * LATENT_CHUNKS; idx += NUM_THREADS) {
     const int n = idx / LATENT_CHUNKS, c = idx % LATENT_CHUNKS;
-    if ((bad >> n) & 1ull) *reinterpret_cast<uint4*>(tile + n * ROW_ELEMS + c * 8) = make_uint4(0u, 0u, 0u, 0u);
+    if ((bad >> n) & 1ull) *reinterpret_cast<uint4*>(tile + tile_at(n, c)) = make_uint4(0u, 0u, 0u, 0u);
   }
   if (threadIdx.x == 0) *bad_s = 0ull;
   __syncthreads();
@@ -488,11 +530,13 @@ __device__ void fold_bad_drafts(const Params& p, int b, T* tile, int start, int 
 
 // 3. O += P.V over this warp's output columns, one k16 step of positions (A fragments a[i]).
 __device__ __forceinline__ void pv_step(const T* tile, int kk, const unsigned (&a)[WARP_M][4], Accum& o, const Lane& ln) {
+  const int row = ln.lane % 8 + ((ln.lane / 8) % 2) * 8;  // + 16 kk; chunk cg * O_TILES + j + lane / 16
+  const SwizzledRows rows(tile, row, ln.cg * O_TILES, ln.lane / 16, ln.lane % 8);
 #pragma unroll
   for (int j = 0; j < O_TILES; j += 2) {
     unsigned v[4];
-    kgen::ldmatrix_x4_trans(v, tile + (16 * kk + ln.lane % 8 + ((ln.lane / 8) % 2) * 8) * ROW_ELEMS +
-                                   ((ln.cg * O_TILES + j) + ln.lane / 16) * 8);
+    kgen::ldmatrix_x4_trans(v, O_TILES % 8 ? tile + tile_at(16 * kk + row, ln.cg * O_TILES + j + ln.lane / 16)
+                                           : rows(16 * kk, j));
 #pragma unroll
     for (int i = 0; i < WARP_M; ++i) {
       Mma::mma(o[i][j], a[i], v[0], v[1]);

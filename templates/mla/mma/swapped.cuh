@@ -50,7 +50,7 @@ __device__ __forceinline__ void qk_partials_swapped(const T* tile, const QFragsT
 #pragma unroll
       for (int i = 0; i < P_TILES; ++i) {
         unsigned k[4];  // A: positions 16i.. (rows), head dims 16ks.. (cols)
-        kgen::ldmatrix_x4(k, tile + (16 * i + ln.lane % 16) * ROW_ELEMS + (2 * ks + ln.lane / 16) * 8);
+        kgen::ldmatrix_x4(k, tile + (16 * i + ln.lane % 16) * ROW_ELEMS + k_step_slot<COL_GROUPS>(kk, ln.cg, ln.lane / 16, ln.lane % 8) * 8);
         Mma::mma(acc[i], k, qf[kk][0], qf[kk][1]);
       }
     }
@@ -132,13 +132,15 @@ __device__ __forceinline__ void softmax_swapped(const Params& p, const float* pa
 
 // 3. O^T += V^T . P^T over this warp's output dims.
 __device__ __forceinline__ void pv_swapped(const T* tile, const PFragsT& pb, AccumT& o, const Lane& ln) {
+  const int row = ln.lane % 8 + (ln.lane / 16) * 8;  // + 16 kk; chunk 2 (cg * D_TILES + j) + (lane / 8) % 2
+  const SwizzledRows rows(tile, row, 2 * ln.cg * D_TILES, (ln.lane / 8) % 2, ln.lane % 8);
 #pragma unroll
   for (int kk = 0; kk < P_TILES; ++kk)
 #pragma unroll
     for (int j = 0; j < D_TILES; ++j) {
       unsigned v[4];  // A: output dims (rows) x positions 16kk.. (cols), transposed from the tile
-      kgen::ldmatrix_x4_trans(v, tile + (16 * kk + ln.lane % 8 + (ln.lane / 16) * 8) * ROW_ELEMS +
-                                     (ln.cg * D_TILES + j) * 16 + ((ln.lane / 8) % 2) * 8);
+      kgen::ldmatrix_x4_trans(v, D_TILES % 4 ? tile + tile_at(16 * kk + row, 2 * (ln.cg * D_TILES + j) + (ln.lane / 8) % 2)
+                                             : rows(16 * kk, 2 * j));
       Mma::mma(o[j], v, pb[kk][0], pb[kk][1]);
     }
 }

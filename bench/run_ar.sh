@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Tenth session: the KV tile's XOR swizzle (rows of whole 128-byte groups; ncu had found 2.6x the
+# ideal shared wavefronts on every LDGSTS of the padded rows). An A/B against prev/ (main before
+# it) on the 13 dense cases; the dense entries re-tuned on it ($OUT/tuning.json); the GPU suite
+# but the sparse files (the sparse templates do not change); compute-sanitizer on the dense sample.
+set -uo pipefail
+out=${OUT:-gpu-out}
+export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
+dense="kimi-tp8-decode-long kimi-tp8-decode-batch dsv3-tp8-decode-batch dsv3-tp8-decode-long dsv3-tp8-decode-wide
+kimi-tp1-decode kimi-tp1-decode-64k kimi-tp1-batch dsv3-tp1-batch kimi-tp8-verify-tree kimi-tp8-verify-batch
+kimi-tp1-verify-tree page1-decode"
+OUT="$out" bash bench/ab.sh ar 1 10 prev . -- $dense | tee "$out/ab.txt"
+tar czf "$out/ar-ab.tar.gz" -C "$out" ar && rm -rf "$out/ar"
+timeout 200 python3 bench/retune_shipped.py --out /tmp/retune --db /tmp/retuned.json --reps 10 --family dense \
+  > "$out/retune.log" 2>&1
+echo "retune exit $?"; grep '^{' "$out/retune.log" | python3 -c "
+import json, sys
+for line in sys.stdin:
+    r = json.loads(line); c = r['best'] or {}
+    print(f\"{r['case']:26s} {r['us']:.1f} hb{c.get('heads_per_block')} s{c.get('kv_splits')} n{c.get('block_n')} w{c.get('num_warps')} mb{c.get('min_blocks')}\")"
+python3 bench/merge_db.py --replace kgen/tuned/tuning.json kgen/tuned/tuning.json /tmp/retuned.json > /dev/null
+cp kgen/tuned/tuning.json "$out/tuning.json"
+timeout 170 python3 -m pytest -m gpu -q -n 14 -p no:cacheprovider -rfEs --ignore=tests/test_sparse_gpu.py \
+  --ignore=tests/test_sparse_tune_gpu.py > "$out/gpu-tests.log" 2>&1
+echo "gpu tests exit $?: $(tail -1 "$out/gpu-tests.log")"; grep -E "^(FAILED|ERROR)" "$out/gpu-tests.log" | head
+mkdir -p /tmp/san; OUT=/tmp/san timeout 120 bash bench/sanitize.sh 30 > "$out/sanitize.txt" 2>&1; tail -3 "$out/sanitize.txt"
