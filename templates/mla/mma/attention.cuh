@@ -53,7 +53,8 @@ constexpr int PV_STEPS = BLOCK_N / 16;
 constexpr int S_STRIDE = BLOCK_N + (24 - BLOCK_N % 16) % 16;    // = 8 mod 16: conflict-free float2
 
 // q: a warp's first Q_REG_STEPS k steps (kk) in registers; the columns of the later ones, from
-// Q_SMEM_COL on, in shared memory (rows of Q_ROW_ELEMS, an odd number of chunks as for KV).
+// Q_SMEM_COL on, in shared memory (rows of Q_ROW_ELEMS, an odd number of chunks: written once with
+// plain stores, so padding keeps ldmatrix's rows on distinct banks without a swizzle).
 constexpr int Q_SMEM_COL = Q_REG_STEPS * COL_GROUPS * 16 < HEAD_DIM ? Q_REG_STEPS * COL_GROUPS * 16 : HEAD_DIM;
 constexpr int Q_SMEM_CHUNKS = (HEAD_DIM - Q_SMEM_COL) / 8;
 constexpr int Q_ROW_ELEMS = (Q_SMEM_CHUNKS % 2 || Q_SMEM_CHUNKS == 0 ? Q_SMEM_CHUNKS : Q_SMEM_CHUNKS + 1) * 8;
