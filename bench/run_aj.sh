@@ -6,10 +6,7 @@
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out/aj"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
-timeout 220 python3 bench/retune_shipped.py --out "$out/aj/retune" --db "$out/aj/retuned.json" --reps 10 --family sparse \
-  > "$out/aj/retune.log" 2>&1
-echo "retune exit $?"; grep '^{' "$out/aj/retune.log"
-python3 bench/merge_db.py --replace kgen/tuned/tuning.json kgen/tuned/tuning.json "$out/aj/retuned.json" > /dev/null
+bash bench/retune.sh 220 "$out/aj" --family sparse
 cp kgen/tuned/tuning.json "$out/tuning.json"
 timeout 250 python3 -m pytest -m gpu -q -n 14 -p no:cacheprovider -rfEs > "$out/aj/gpu-tests.log" 2>&1
 echo "gpu tests exit $?: $(tail -1 "$out/aj/gpu-tests.log")"; grep -E "^(FAILED|ERROR)" "$out/aj/gpu-tests.log" | head

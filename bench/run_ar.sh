@@ -11,14 +11,7 @@ kimi-tp1-decode kimi-tp1-decode-64k kimi-tp1-batch dsv3-tp1-batch kimi-tp8-verif
 kimi-tp1-verify-tree page1-decode"
 OUT="$out" bash bench/ab.sh ar 1 10 prev . -- $dense | tee "$out/ab.txt"
 tar czf "$out/ar-ab.tar.gz" -C "$out" ar && rm -rf "$out/ar"
-timeout 200 python3 bench/retune_shipped.py --out /tmp/retune --db /tmp/retuned.json --reps 10 --family dense \
-  > "$out/retune.log" 2>&1
-echo "retune exit $?"; grep '^{' "$out/retune.log" | python3 -c "
-import json, sys
-for line in sys.stdin:
-    r = json.loads(line); c = r['best'] or {}
-    print(f\"{r['case']:26s} {r['us']:.1f} hb{c.get('heads_per_block')} s{c.get('kv_splits')} n{c.get('block_n')} w{c.get('num_warps')} mb{c.get('min_blocks')}\")"
-python3 bench/merge_db.py --replace kgen/tuned/tuning.json kgen/tuned/tuning.json /tmp/retuned.json > /dev/null
+bash bench/retune.sh 200 /tmp/ar --family dense; cp /tmp/ar/retune.log "$out/retune.log"
 cp kgen/tuned/tuning.json "$out/tuning.json"
 timeout 170 python3 -m pytest -m gpu -q -n 14 -p no:cacheprovider -rfEs --ignore=tests/test_sparse_gpu.py \
   --ignore=tests/test_sparse_tune_gpu.py > "$out/gpu-tests.log" 2>&1
