@@ -1,0 +1,61 @@
+"""Shared-memory wavefronts over the ideal, per SASS instruction: Nsight Compute's source page
+(`ncu ... --page source --csv --print-source sass`, as bench/stalls.sh writes it) gives each
+instruction's wavefronts, its ideal count and the excess (bank conflicts, or stores that straddle
+128-byte bank lines). Prints each kernel's total and share of excess, then its instructions with
+the most.
+
+    python3 bench/shared_excess.py CASE-source.csv [...] [--top 12]
+
+(The tenth session found the tile copies' LDGSTS at 2.6x the ideal this way: 22% of the dense
+loop's shared wavefronts.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from pathlib import Path
+
+WAVEFRONTS = "L1 Wavefronts Shared"
+IDEAL = "L1 Wavefronts Shared Ideal"
+EXCESS = "L1 Wavefronts Shared Excessive"
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", "")) if text.strip() else 0.0
+
+
+def report(path: Path, top: int) -> list[str]:
+    rows = list(csv.reader(path.open()))
+    header = next(r for r in rows if "Source" in r and WAVEFRONTS in r)
+    col = {name: i for i, name in enumerate(header)}
+    body = [r for r in rows[rows.index(header) + 1 :] if len(r) == len(header)]
+    total = sum(_number(r[col[WAVEFRONTS]]) for r in body)
+    worst = sorted(
+        ((_number(r[col[EXCESS]]), r) for r in body if _number(r[col[EXCESS]]) > 0),
+        key=lambda item: -item[0],
+    )
+    excess = sum(e for e, _ in worst)
+    name = path.name.removesuffix("-source.csv")
+    share = 100 * excess / max(total, 1)
+    lines = [f"== {name}: {total:.0f} wavefronts, {excess:.0f} over the ideal ({share:.0f}%)"]
+    for e, r in worst[:top]:
+        lines.append(
+            f"  {e:10.0f} over  {_number(r[col[WAVEFRONTS]]):10.0f} / ideal "
+            f"{_number(r[col[IDEAL]]):10.0f}  {r[col['Source']].strip()}"
+        )
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sources", nargs="+", type=Path)
+    parser.add_argument("--top", type=int, default=12)
+    args = parser.parse_args()
+    for path in args.sources:
+        print("\n".join(report(path, args.top)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
