@@ -13,26 +13,22 @@ loop's shared wavefronts.)
 from __future__ import annotations
 
 import argparse
-import csv
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from stall_summary import read_rows, to_number  # noqa: E402
 
 WAVEFRONTS = "L1 Wavefronts Shared"
 IDEAL = "L1 Wavefronts Shared Ideal"
 EXCESS = "L1 Wavefronts Shared Excessive"
 
 
-def _number(text: str) -> float:
-    return float(text.replace(",", "")) if text.strip() else 0.0
-
-
 def report(path: Path, top: int) -> list[str]:
-    rows = list(csv.reader(path.open()))
-    header = next(r for r in rows if "Source" in r and WAVEFRONTS in r)
-    col = {name: i for i, name in enumerate(header)}
-    body = [r for r in rows[rows.index(header) + 1 :] if len(r) == len(header)]
-    total = sum(_number(r[col[WAVEFRONTS]]) for r in body)
+    _, rows = read_rows(path)
+    total = sum(to_number(r.get(WAVEFRONTS, "")) for r in rows)
     worst = sorted(
-        ((_number(r[col[EXCESS]]), r) for r in body if _number(r[col[EXCESS]]) > 0),
+        ((to_number(r.get(EXCESS, "")), r) for r in rows if to_number(r.get(EXCESS, "")) > 0),
         key=lambda item: -item[0],
     )
     excess = sum(e for e, _ in worst)
@@ -41,8 +37,8 @@ def report(path: Path, top: int) -> list[str]:
     lines = [f"== {name}: {total:.0f} wavefronts, {excess:.0f} over the ideal ({share:.0f}%)"]
     for e, r in worst[:top]:
         lines.append(
-            f"  {e:10.0f} over  {_number(r[col[WAVEFRONTS]]):10.0f} / ideal "
-            f"{_number(r[col[IDEAL]]):10.0f}  {r[col['Source']].strip()}"
+            f"  {e:10.0f} over  {to_number(r[WAVEFRONTS]):10.0f} / ideal "
+            f"{to_number(r[IDEAL]):10.0f}  {r['Source'].strip()}"
         )
     return lines
 

@@ -62,7 +62,7 @@ def opcode_class(sass: str) -> str:
     return _CLASS_OF.get(m.group(1), "other") if m else "other"
 
 
-def _number(text: str) -> float:
+def to_number(text: str) -> float:
     try:
         return float(text.replace(",", ""))
     except ValueError:
@@ -91,7 +91,7 @@ def summarise(path: Path, top: int) -> str:
     for row in rows:
         kind = opcode_class(row.get("Source", ""))
         for c in columns:
-            totals[c][kind] += _number(row.get(c, ""))
+            totals[c][kind] += to_number(row.get(c, ""))
     out = [f"== {path.name}: {len(rows)} instructions"]
     kinds = list(CLASSES) + ["other"]
     for c in columns:
@@ -106,9 +106,9 @@ def summarise(path: Path, top: int) -> str:
         out.append(f"{c} (total {total:.0f}): {shares}")
     main = columns[0]
     out.append(f"top {top} instructions by {main}:")
-    for row in sorted(rows, key=lambda r: -_number(r.get(main, "")))[:top]:
+    for row in sorted(rows, key=lambda r: -to_number(r.get(main, "")))[:top]:
         address = row.get("# Address") or row.get("Address") or ""
-        samples, sass = _number(row.get(main, "")), row.get("Source", "")[:90]
+        samples, sass = to_number(row.get(main, "")), row.get("Source", "")[:90]
         out.append(f"  {samples:8.0f}  {address:>8s}  {sass}")
     return "\n".join(out)
 
