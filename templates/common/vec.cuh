@@ -63,20 +63,9 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-// Asynchronous global -> shared copy of BYTES (4, 8 or 16) bytes (sm_80+).
-template <int BYTES>
-__device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
-  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  if constexpr (BYTES == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem) : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(gmem), "n"(BYTES)
-                 : "memory");
-  }
-}
-// The same copy, or zeros where `zero` (cp.async's ignore-src predicate: ptxas makes a src-size
-// operand four integer instructions per copy, a predicate none); L2_LINE asks L2 to fetch the
+// Asynchronous global -> shared copy of BYTES (4, 8 or 16) bytes (sm_80+; .cg past L1 for 16,
+// .ca below), or zeros where `zero` (cp.async's ignore-src predicate: ptxas makes a src-size
+// operand four integer instructions per copy, a predicate none). L2_LINE asks L2 to fetch the
 // source's whole 128-byte line (.L2::128B; 16-byte copies).
 template <int BYTES, bool L2_LINE = false>
 __device__ __forceinline__ void cp_async_or_zeros(void* smem, const void* gmem, bool zero) {
@@ -84,19 +73,19 @@ __device__ __forceinline__ void cp_async_or_zeros(void* smem, const void* gmem, 
   static_assert(!L2_LINE || BYTES == 16, "the L2 line hint is for 16-byte copies");
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   const int z = zero;
+#define KGEN_CP_ASYNC(OP) "{\n .reg .pred z;\n setp.ne.b32 z, %3, 0;\n " OP " [%0], [%1], %2, z;\n}\n"
   if constexpr (L2_LINE) {
-    asm volatile("{\n .reg .pred z;\n setp.ne.b32 z, %2, 0;\n cp.async.cg.shared.global.L2::128B [%0], [%1], 16, z;\n}\n" ::"r"(dst),
-                 "l"(gmem), "r"(z)
-                 : "memory");
+    asm volatile(KGEN_CP_ASYNC("cp.async.cg.shared.global.L2::128B") ::"r"(dst), "l"(gmem), "n"(BYTES), "r"(z) : "memory");
   } else if constexpr (BYTES == 16) {
-    asm volatile("{\n .reg .pred z;\n setp.ne.b32 z, %2, 0;\n cp.async.cg.shared.global [%0], [%1], 16, z;\n}\n" ::"r"(dst),
-                 "l"(gmem), "r"(z)
-                 : "memory");
+    asm volatile(KGEN_CP_ASYNC("cp.async.cg.shared.global") ::"r"(dst), "l"(gmem), "n"(BYTES), "r"(z) : "memory");
   } else {
-    asm volatile("{\n .reg .pred z;\n setp.ne.b32 z, %3, 0;\n cp.async.ca.shared.global [%0], [%1], %2, z;\n}\n" ::"r"(dst),
-                 "l"(gmem), "n"(BYTES), "r"(z)
-                 : "memory");
+    asm volatile(KGEN_CP_ASYNC("cp.async.ca.shared.global") ::"r"(dst), "l"(gmem), "n"(BYTES), "r"(z) : "memory");
   }
+#undef KGEN_CP_ASYNC
+}
+template <int BYTES>
+__device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
+  cp_async_or_zeros<BYTES>(smem, gmem, false);
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int PENDING>
