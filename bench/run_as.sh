@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Eleventh session, first device call: an A/B of branches merge-early-loads (mel/) and
+# copy-unsigned (cu/) against main (.) on the 13 dense cases; a small sweep of 64-head,
+# 16-warp blocks on the H >= 64 cases (they read the cache once per 64 heads, not per 32);
+# then the whole GPU suite on main's HEAD (it had not run on exactly that commit).
+set -uo pipefail
+out=${OUT:-gpu-out}
+export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
+dense="kimi-tp8-decode-long kimi-tp8-decode-batch dsv3-tp8-decode-batch dsv3-tp8-decode-long dsv3-tp8-decode-wide
+kimi-tp1-decode kimi-tp1-decode-64k kimi-tp1-batch dsv3-tp1-batch kimi-tp8-verify-tree kimi-tp8-verify-batch
+kimi-tp1-verify-tree page1-decode"
+OUT="$out" bash bench/ab.sh as 1 10 . mel cu -- $dense | tee "$out/ab.txt"
+tar czf "$out/as-ab.tar.gz" -C "$out" as && rm -rf "$out/as"
+timeout 170 python3 bench/sweep.py --out /tmp/as-sweep --compute mma --case kimi-tp1-decode \
+  --case kimi-tp1-decode-64k --case kimi-tp1-batch --case dsv3-tp1-batch --heads-per-block 64 \
+  --num-warps 16 --col-groups 4 --mma-tiles 3x16 2x16 --min-blocks 0 1 --qk-ahead 0 \
+  --split-softmax 0 1 --swap-rows 0 --reps 10 > "$out/sweep-hb64.log" 2>&1
+echo "hb64 sweep exit $?"; grep -E "best|us" "$out/sweep-hb64.log" | tail -20
+timeout 200 python3 -m pytest -m gpu -q -n 14 -p no:cacheprovider -rfEs > "$out/gpu-tests.log" 2>&1
+echo "gpu tests exit $?: $(tail -1 "$out/gpu-tests.log")"; grep -E "^(FAILED|ERROR)" "$out/gpu-tests.log" | head
