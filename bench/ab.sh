@@ -3,8 +3,9 @@
 # the repository: ".", or an untracked copy such as hack/) runs bench/time_shipped.py on the
 # CASES (grid names, or CASE:field=value overrides), the trees alternating, ROUNDS times; JSON
 # lines in $OUT/NAME/<label>-<round>.jsonl (label: "tree" for ".", else the folder's name), and
-# a table of the medians per case and run on stdout.
-#   bash bench/ab.sh NAME ROUNDS REPS TREE [TREE ...] -- CASE [CASE ...]
+# a table of the medians per case and run on stdout. No CASE: time_shipped.py's default, every
+# 16-bit dense case.
+#   bash bench/ab.sh NAME ROUNDS REPS TREE [TREE ...] -- [CASE ...]
 set -uo pipefail
 name=$1 rounds=$2 reps=$3; shift 3
 trees=(); while [ "$1" != "--" ]; do trees+=("$1"); shift; done; shift
