@@ -2,9 +2,11 @@
 sparse) with the flushed timer, after checking it against the float64 oracle. For comparing two
 versions of the kernel code on the same configs: run it from each tree. `CASE:field=value,...`
 times the shipped config with those fields changed (e.g. `dsv3-tp1-batch:min_blocks=2,kv_splits=8`;
-integer fields). JSON lines to stdout.
+integer fields). `--default` times the heuristic default config='auto' falls back to on this
+GPU (kgen.mla.choose.compiled_default; dense cases) instead of the shipped config: run from two
+trees, an A/B of the heuristic. JSON lines to stdout.
 
-    PYTHONPATH=. python3 bench/time_shipped.py [--reps N] [CASE[:field=value,...] ...]
+    PYTHONPATH=. python3 bench/time_shipped.py [--reps N] [--default] [CASE[:field=value,...] ...]
 
 (default: every 16-bit dense case)
 """
@@ -19,8 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from kgen import device  # noqa: E402
 from kgen.arch import resolve_arch  # noqa: E402
 from kgen.mla import Config  # noqa: E402
+from kgen.mla.choose import compiled_default  # noqa: E402
 from kgen.tune.family import FAMILIES  # noqa: E402
 from kgen.tune.space import load_grid, parse_case_overrides  # noqa: E402
 from kgen.tune.sweep import compile_space  # noqa: E402
@@ -49,6 +53,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="*")
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--default", action="store_true", help="time the heuristic default")
     args = parser.parse_args()
     grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
     configs = shipped_configs()
@@ -56,6 +61,16 @@ def main() -> int:
         n for n, c in configs.items() if isinstance(c, Config) and grid[n].spec.dtype != "float32"
     ]
     runs = [(name, *_config(name, configs)) for name in names]
+    if args.default:
+        arch, sms = resolve_arch("native"), device.sm_count(0)
+        runs = [
+            (
+                name,
+                case,
+                compiled_default(grid[case].spec, grid[case].batch, grid[case].max_len, arch, sms),
+            )
+            for name, case, _ in runs
+        ]
     trials = Trials()
     compile_space(
         [(grid[case].spec, config) for _, case, config in runs], resolve_arch("native").name
