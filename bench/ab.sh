@@ -4,7 +4,7 @@
 # CASES (grid names, or CASE:field=value overrides), the trees alternating, ROUNDS times; JSON
 # lines in $OUT/NAME/<label>-<round>.jsonl (label: "tree" for ".", else the folder's name), and
 # a table of the medians per case and run on stdout. No CASE: time_shipped.py's default, every
-# 16-bit dense case.
+# 16-bit dense case; `--default` among the CASEs times the heuristic default instead.
 #   bash bench/ab.sh NAME ROUNDS REPS TREE [TREE ...] -- [CASE ...]
 set -uo pipefail
 name=$1 rounds=$2 reps=$3; shift 3
