@@ -8,8 +8,7 @@ out=${OUT:-gpu-out}; mkdir -p "$out/aj"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
 bash bench/retune.sh 220 "$out/aj" --family sparse
 cp kgen/tuned/tuning.json "$out/tuning.json"
-timeout 250 python3 -m pytest -m gpu -q -n 14 -p no:cacheprovider -rfEs > "$out/aj/gpu-tests.log" 2>&1
-echo "gpu tests exit $?: $(tail -1 "$out/aj/gpu-tests.log")"; grep -E "^(FAILED|ERROR)" "$out/aj/gpu-tests.log" | head
+bash bench/gpu_suite.sh 250 "$out/aj/gpu-tests.log"
 OUT="$out/aj" timeout 110 bash bench/sanitize.sh 30 tests/sanitize_sparse_sample.py sanitize-sparse > "$out/aj/sanitize.txt" 2>&1
 tail -4 "$out/aj/sanitize.txt"
 tar czf "$out/run-aj.tar.gz" -C "$out" aj && rm -rf "$out/aj"

@@ -8,6 +8,5 @@ out=${OUT:-gpu-out}; mkdir -p "$out/ao"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
 bash bench/retune.sh 340 "$out/ao"
 cp kgen/tuned/tuning.json "$out/tuning.json"
-timeout 210 python3 -m pytest -m gpu -q -n 14 -p no:cacheprovider -rfEs > "$out/ao/gpu-tests.log" 2>&1
-echo "gpu tests exit $?: $(tail -1 "$out/ao/gpu-tests.log")"; grep -E "^(FAILED|ERROR)" "$out/ao/gpu-tests.log" | head
+bash bench/gpu_suite.sh 210 "$out/ao/gpu-tests.log"
 tar czf "$out/run-ao.tar.gz" -C "$out" ao && rm -rf "$out/ao"

@@ -13,7 +13,6 @@ OUT="$out" bash bench/ab.sh ar 1 10 prev . -- $dense | tee "$out/ab.txt"
 tar czf "$out/ar-ab.tar.gz" -C "$out" ar && rm -rf "$out/ar"
 bash bench/retune.sh 200 /tmp/ar --family dense; cp /tmp/ar/retune.log "$out/retune.log"
 cp kgen/tuned/tuning.json "$out/tuning.json"
-timeout 170 python3 -m pytest -m gpu -q -n 14 -p no:cacheprovider -rfEs --ignore=tests/test_sparse_gpu.py \
-  --ignore=tests/test_sparse_tune_gpu.py > "$out/gpu-tests.log" 2>&1
-echo "gpu tests exit $?: $(tail -1 "$out/gpu-tests.log")"; grep -E "^(FAILED|ERROR)" "$out/gpu-tests.log" | head
+bash bench/gpu_suite.sh 170 "$out/gpu-tests.log" --ignore=tests/test_sparse_gpu.py \
+  --ignore=tests/test_sparse_tune_gpu.py
 mkdir -p /tmp/san; OUT=/tmp/san timeout 120 bash bench/sanitize.sh 30 > "$out/sanitize.txt" 2>&1; tail -3 "$out/sanitize.txt"

@@ -14,5 +14,4 @@ timeout 170 python3 bench/sweep.py --out /tmp/as-sweep --compute mma --case kimi
   --num-warps 16 --col-groups 4 --mma-tiles 3x16 2x16 --min-blocks 0 1 --qk-ahead 0 \
   --split-softmax 0 1 --swap-rows 0 --reps 10 > "$out/sweep-hb64.log" 2>&1
 echo "hb64 sweep exit $?"; grep -E "best|us" "$out/sweep-hb64.log" | tail -20
-timeout 200 python3 -m pytest -m gpu -q -n 14 -p no:cacheprovider -rfEs > "$out/gpu-tests.log" 2>&1
-echo "gpu tests exit $?: $(tail -1 "$out/gpu-tests.log")"; grep -E "^(FAILED|ERROR)" "$out/gpu-tests.log" | head
+bash bench/gpu_suite.sh 200 "$out/gpu-tests.log"

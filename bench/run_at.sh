@@ -6,8 +6,7 @@
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out/at"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
-timeout 280 python3 -m pytest -m gpu -q -n 14 -p no:cacheprovider -rfEs > "$out/gpu-tests.log" 2>&1
-echo "gpu tests exit $?: $(tail -1 "$out/gpu-tests.log")"; grep -E "^(FAILED|ERROR)" "$out/gpu-tests.log" | head
+bash bench/gpu_suite.sh 280 "$out/gpu-tests.log"
 common="--compute mma --num-warps 4 8 --mma-tiles 3x16 4x16 2x32 --min-blocks 0 1 --qk-ahead 0 1
   --split-softmax 0 1 --swap-rows 0 --reps 10"
 timeout 160 python3 bench/sweep.py --out "$out/at/wide" --db "$out/at/wide.json" $common --col-groups 4 \

@@ -16,5 +16,4 @@ timeout 190 python3 bench/sweep.py --out "$out/au/narrow" --db "$out/au/narrow.j
   --case dsv3-tp8-decode-wide --case page1-decode > "$out/au/sweep-narrow.log" 2>&1
 echo "narrow sweep exit $?"; grep -hE "^\S+ +(best|default) " "$out"/au/sweep-*.log
 rm -f "$out"/au/*/*.png; tar czf "$out/run-au.tar.gz" -C "$out" au && rm -rf "$out/au"
-timeout 270 python3 -m pytest -m gpu -q -n 14 -p no:cacheprovider -rfEs > "$out/gpu-tests.log" 2>&1
-echo "gpu tests exit $?: $(tail -1 "$out/gpu-tests.log")"; grep -E "^(FAILED|ERROR)" "$out/gpu-tests.log" | head
+bash bench/gpu_suite.sh 270 "$out/gpu-tests.log"

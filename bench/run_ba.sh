@@ -7,11 +7,9 @@
 # 2. The heuristic default of default-refit (dr/) against main's, 1 round (time_shipped --default).
 # 3. The whole GPU suite on dr/ (its defaults are what config='auto' runs off the tuned grid).
 set -uo pipefail
-out=${OUT:-gpu-out}
+out=${OUT:-gpu-out}; mkdir -p "$out"; out=$(cd "$out" && pwd)  # absolute: step 3 runs in dr/
 export PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
 OUT="$out" bash bench/ab.sh ba 2 10 . ir qc bk -- | tee "$out/ab.txt"
 OUT="$out" bash bench/ab.sh ba-default 1 10 . dr -- --default | tee "$out/ab-default.txt"
 tar czf "$out/ba-ab.tar.gz" -C "$out" ba ba-default && rm -rf "$out/ba" "$out/ba-default"
-(cd dr && PYTHONPATH=. timeout 280 python3 -m pytest -m gpu -q -n 14 -p no:cacheprovider -rfEs) \
-  > "$out/gpu-tests-dr.log" 2>&1
-echo "gpu tests (dr) exit $?: $(tail -1 "$out/gpu-tests-dr.log")"; grep -E "^(FAILED|ERROR)" "$out/gpu-tests-dr.log" | head
+(cd dr && bash bench/gpu_suite.sh 280 "$out/gpu-tests-dr.log")

@@ -61,8 +61,9 @@ def main() -> int:
         n for n, c in configs.items() if isinstance(c, Config) and grid[n].spec.dtype != "float32"
     ]
     runs = [(name, *_config(name, configs)) for name in names]
+    arch = resolve_arch("native")
     if args.default:
-        arch, sms = resolve_arch("native"), device.sm_count(0)
+        sms = device.sm_count(0)
         runs = [
             (
                 name,
@@ -72,9 +73,7 @@ def main() -> int:
             for name, case, _ in runs
         ]
     trials = Trials()
-    compile_space(
-        [(grid[case].spec, config) for _, case, config in runs], resolve_arch("native").name
-    )
+    compile_space([(grid[case].spec, config) for _, case, config in runs], arch.name)
     for name, case, config in runs:
         (r,) = trials.variant(grid[case], config, [config.kv_splits], seed=3, reps=args.reps)
         summary = {k: r.get(k) for k in ("status", "median_us", "error")}
