@@ -32,26 +32,31 @@ def _divisors_descending(n: int) -> list[int]:
     return sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True)
 
 
-def _mma_candidates(spec: Spec, batch: int, sm_count: int):
+def _mma_candidates(
+    spec: Spec, batch: int, sm_count: int, max_m_tiles: int = MMA_MAX_M_TILES, min_blocks: int = 1
+):
     """From the H200 sweeps (bench/RESULTS.md, 2026-11-30): up to two m16 tiles of rows per block
     (the most heads that give at most 32 rows). Two tiles: 8 warps, 2 row groups x 4 column
     groups, 32-position tiles two deep, the softmax split between the column groups. One tile: 4
     warps with a quarter of the output columns each, 16-position tiles three deep; when there are
-    few blocks before splitting (batch 1), with the softmax split too.
+    few blocks before splitting (batch 1). Every shape splits the softmax: in the eleventh
+    session's H200 sweeps, without q.K ahead, it was as fast or faster than each warp's whole
+    softmax in 609 of 619 pairs of otherwise equal configs and splits (median 4-16% faster by
+    warps and stages; at worst 1.4% slower).
     Shallower pipelines follow, so that two blocks can share an SM where shared memory is short
     (sm_120: 100 KB per SM). Registers as needed (min_blocks 1): no spills."""
     for hpb in _divisors_descending(spec.heads):
         m_tiles = math.ceil(spec.q_len * hpb / 16)
-        if m_tiles > MMA_MAX_M_TILES:
+        if m_tiles > max_m_tiles:
             continue
         few_blocks = batch * (spec.heads // hpb) * FEW_BLOCKS_PER_SM < sm_count
         if m_tiles == 2:
-            shapes = [(8, 4, 2, 32, 1), (8, 4, 3, 16, 1), (8, 4, 2, 16, 1)]
+            shapes = [(8, 4, 2, 32), (8, 4, 3, 16), (8, 4, 2, 16)]
         elif few_blocks:
-            shapes = [(4, 4, 3, 16, 1), (8, 8, 2, 32, 1), (4, 4, 2, 16, 1)]
+            shapes = [(4, 4, 3, 16), (8, 8, 2, 32), (4, 4, 2, 16)]
         else:
-            shapes = [(4, 4, 3, 16, 0), (4, 4, 2, 16, 0)]
-        for warps, cols, stages, block_n, split_softmax in shapes:
+            shapes = [(4, 4, 3, 16), (4, 4, 2, 16)]
+        for warps, cols, stages, block_n in shapes:
             yield Config(
                 heads_per_block=hpb,
                 vec_width=16 // spec.elem_bytes,
@@ -60,8 +65,8 @@ def _mma_candidates(spec: Spec, batch: int, sm_count: int):
                 block_n=block_n,
                 compute="mma",
                 col_groups=cols,
-                min_blocks=1,
-                split_softmax=split_softmax,
+                min_blocks=min_blocks,
+                split_softmax=1,
             )
 
 
@@ -85,11 +90,35 @@ def _fma_candidates(spec: Spec, arch: Arch):
         )
 
 
+def _three_one_tile_blocks(spec: Spec, arch: Arch, batch: int, sm_count: int):
+    """Where three 4-warp blocks of one m16 tile of rows with 16-position tiles three deep share
+    an SM (228 KB of shared memory: the H200; not sm_120's 100 KB or sm_80's 164 KB), that block:
+    in the eleventh session's H200 sweeps it beat the 8-warp two-tile blocks on every H >= 64 and
+    verify case, 5-11% (12 warps per SM against 8). Registers as ptxas fits three blocks
+    (min_blocks 0: 168 there, no spills)."""
+    for config in _mma_candidates(spec, batch, sm_count, max_m_tiles=1, min_blocks=0):
+        if config.smem_stages < 3:
+            continue
+        try:
+            layout = layout_for(spec, config, arch)
+        except ConfigError:
+            continue
+        if layout.registers_estimate <= MMA_REGISTER_TARGET and (
+            _blocks_per_sm(arch, layout.dynamic_smem) >= 3
+        ):
+            return config, layout
+    return None
+
+
 def _first_fitting(spec: Spec, arch: Arch, compute: str, batch: int, sm_count: int):
     candidates = (
         _mma_candidates(spec, batch, sm_count) if compute == "mma" else _fma_candidates(spec, arch)
     )
     limit = MMA_REGISTER_TARGET if compute == "mma" else arch.max_regs_per_thread
+    if compute == "mma":
+        found = _three_one_tile_blocks(spec, arch, batch, sm_count)
+        if found is not None:
+            return found
     fallback = None
     for config in candidates:
         try:
