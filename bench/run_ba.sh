@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Prepared in the eleventh session for the next one's first device call (not yet run). Expects
+# Prepared in the eleventh session for the next one's first device call. The twelfth ran it in two
+# calls (steps 1, then 2-3; bench/RESULTS.md) with ir/ qc/ bk/ made from main + each branch's
+# template diff, the branches being behind main's tuning database. Expects
 # untracked copies of four branches beside the tree, made here with
 #   for p in item-rows:ir qk-chains:qc both-kernels:bk default-refit:dr; do
 #     mkdir ${p#*:} && git archive ${p%:*} | tar -x -C ${p#*:} && rm -rf ${p#*:}/bench/results; done
