@@ -4,13 +4,9 @@
 # per SM; 16-head 4-warp blocks of 16-position gathers at min_blocks 3 (168 registers: three per
 # SM) as time_shipped.py overrides (bench/sparse_occupancy_cases.txt), two rounds. Then the host
 # cost per call (bench/host_overhead.py).
+# (The timing loop is now bench/time_cases.sh; on the device this script carried its own copy.)
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache PYTHONPATH=.
-mapfile -t cases < <(grep -v '^#' bench/sparse_occupancy_cases.txt)
-for round in 1 2; do
-  timeout 200 python3 bench/time_shipped.py --reps 10 "${cases[@]}" > "$out/occ-$round.jsonl" 2> "$out/occ-$round.err"
-  echo "round $round exit $?"
-done
-python3 bench/occupancy_table.py "$out"/occ-1.jsonl "$out"/occ-2.jsonl
+OUT="$out" bash bench/time_cases.sh bench/sparse_occupancy_cases.txt 2
 timeout 120 python3 bench/host_overhead.py > "$out/host_overhead.txt" 2>&1; tail -8 "$out/host_overhead.txt"
