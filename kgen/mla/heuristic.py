@@ -37,14 +37,15 @@ def _mma_candidates(
 ):
     """From the H200 sweeps (bench/RESULTS.md, 2026-11-30): up to two m16 tiles of rows per block
     (the most heads that give at most 32 rows). Two tiles: 8 warps, 2 row groups x 4 column
-    groups, 32-position tiles two deep, the softmax split between the column groups. One tile: 4
-    warps with a quarter of the output columns each, 16-position tiles three deep; when there are
-    few blocks before splitting (batch 1). Every shape splits the softmax: in the eleventh
-    session's H200 sweeps, without q.K ahead, it was as fast or faster than each warp's whole
-    softmax in 609 of 619 pairs of otherwise equal configs and splits (median 4-16% faster by
-    warps and stages; at worst 1.4% slower).
+    groups, 32-position tiles two deep. One tile: 4 warps with a quarter of the output columns
+    each, 16-position tiles three deep; where there are few blocks before splitting (batch 1), an
+    8-warp block of 8 column groups and 32-position tiles next. Every shape splits the softmax
+    between the column groups: in the eleventh session's H200 sweeps, without q.K ahead, that was
+    as fast or faster than each warp's whole softmax in 609 of 619 pairs of otherwise equal configs
+    and splits (median 4-16% faster by warps and stages; at worst 1.4% slower).
     Shallower pipelines follow, so that two blocks can share an SM where shared memory is short
-    (sm_120: 100 KB per SM). Registers as needed (min_blocks 1): no spills."""
+    (sm_120: 100 KB per SM). `min_blocks` as given (1, the default: registers as needed, no
+    spills)."""
     for hpb in _divisors_descending(spec.heads):
         m_tiles = math.ceil(spec.q_len * hpb / 16)
         if m_tiles > max_m_tiles:
