@@ -32,7 +32,7 @@ def _divisors_descending(n: int) -> list[int]:
     return sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True)
 
 
-def _mma_candidates(
+def _mma_shapes(
     spec: Spec, batch: int, sm_count: int, max_m_tiles: int = MMA_MAX_M_TILES, min_blocks: int = 1
 ):
     """From the H200 sweeps (bench/RESULTS.md, 2026-11-30): up to two m16 tiles of rows per block
@@ -86,51 +86,45 @@ def _fma_candidates(spec: Spec, arch: Arch):
         warps = 8 if rows > 2 * ROWS_PER_WARP_TARGET else 4
         if math.ceil(rows / warps) > ROWS_PER_WARP_TARGET and hpb > 1:
             continue
-        yield Config(
+        config = Config(
             heads_per_block=hpb, vec_width=vec, smem_stages=stages, num_warps=warps, block_n=block_n
         )
+        yield config, 0  # (config, the blocks per SM it must reach: any)
 
 
-def _three_one_tile_blocks(spec: Spec, arch: Arch, batch: int, sm_count: int):
-    """Where three 4-warp blocks of one m16 tile of rows with 16-position tiles three deep share
-    an SM (228 KB of shared memory: the H200; not sm_120's 100 KB or sm_80's 164 KB), that block:
-    in the eleventh session's H200 sweeps it beat the 8-warp two-tile blocks on every H >= 64 and
-    verify case, 5-11% (12 warps per SM against 8). Registers as ptxas fits three blocks
-    (min_blocks 0: 168 there, no spills)."""
-    for config in _mma_candidates(spec, batch, sm_count, max_m_tiles=1, min_blocks=0):
-        if config.smem_stages < 3:
-            continue
-        try:
-            layout = layout_for(spec, config, arch)
-        except ConfigError:
-            continue
-        if layout.registers_estimate <= MMA_REGISTER_TARGET and (
-            _blocks_per_sm(arch, layout.dynamic_smem) >= 3
-        ):
-            return config, layout
-    return None
+def _mma_candidates(spec: Spec, batch: int, sm_count: int):
+    """(config, the blocks per SM it must reach), most wanted first. First, 4-warp blocks of one
+    m16 tile of rows with 16-position tiles three deep, where three share an SM (228 KB of shared
+    memory: the H200; not sm_120's 100 KB or sm_80's 164 KB): in the eleventh session's H200
+    sweeps they beat the 8-warp two-tile blocks on every H >= 64 and verify case, 5-11% (12 warps
+    per SM against 8); registers as ptxas fits three blocks (min_blocks 0: 168 there, no spills).
+    Then the shapes of _mma_shapes, two blocks per SM."""
+    for config in _mma_shapes(spec, batch, sm_count, max_m_tiles=1, min_blocks=0):
+        if config.smem_stages >= 3:
+            yield config, 3
+    for config in _mma_shapes(spec, batch, sm_count):
+        yield config, 2
 
 
 def _first_fitting(spec: Spec, arch: Arch, compute: str, batch: int, sm_count: int):
+    """The first candidate under the register limit that reaches its blocks per SM; else the
+    first under the limit that asks for at most two."""
     candidates = (
         _mma_candidates(spec, batch, sm_count) if compute == "mma" else _fma_candidates(spec, arch)
     )
     limit = MMA_REGISTER_TARGET if compute == "mma" else arch.max_regs_per_thread
-    if compute == "mma":
-        found = _three_one_tile_blocks(spec, arch, batch, sm_count)
-        if found is not None:
-            return found
     fallback = None
-    for config in candidates:
+    for config, blocks in candidates:
         try:
             layout = layout_for(spec, config, arch)
         except ConfigError:
             continue
         if layout.registers_estimate > limit:
             continue
-        if compute == "fma" or _blocks_per_sm(arch, layout.dynamic_smem) >= 2:
+        if _blocks_per_sm(arch, layout.dynamic_smem) >= blocks:
             return config, layout
-        fallback = fallback or (config, layout)
+        if blocks <= 2:
+            fallback = fallback or (config, layout)
     return fallback
 
 
