@@ -82,11 +82,15 @@ def test_split_candidates_stay_within_tiles():
         assert max(splits) <= -(-case.max_len // config.block_n)
 
 
-def test_case_overrides_parse_into_integer_config_fields():
+def test_case_overrides_parse_into_config_fields():
     assert parse_case_overrides("dsv3-tp1-batch") == ("dsv3-tp1-batch", {})
     assert parse_case_overrides("c:min_blocks=2,kv_splits=8") == (
         "c",
         {"min_blocks": 2, "kv_splits": 8},
+    )
+    assert parse_case_overrides("c:dequant=shared,block_n=16") == (
+        "c",
+        {"dequant": "shared", "block_n": 16},
     )
 
 

@@ -202,9 +202,10 @@ def split_candidates(
     return options
 
 
-def parse_case_overrides(name: str) -> tuple[str, dict[str, int]]:
+def parse_case_overrides(name: str) -> tuple[str, dict[str, int | str]]:
     """`CASE:field=value,...` (the bench tools' way to vary a case's config) -> the case's name
-    and the integer Config fields to replace."""
+    and the Config fields to replace (integers where the value is one, e.g. `dequant=shared`
+    stays a string)."""
     case, _, overrides = name.partition(":")
     fields = dict(item.split("=") for item in overrides.split(",") if item)
-    return case, {k: int(v) for k, v in fields.items()}
+    return case, {k: int(v) if v.lstrip("-").isdigit() else v for k, v in fields.items()}

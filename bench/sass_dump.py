@@ -1,0 +1,41 @@
+"""Build each named grid case's shipped config (CASE:field=value overrides as time_shipped.py)
+for this GPU and print its resources; with cuobjdump on PATH, write its SASS to DIR/<case>.sass.
+For comparing what two trees (or two NVRTC versions) generate for the same config.
+
+    PYTHONPATH=. python3 bench/sass_dump.py DIR CASE[:field=value,...] ...
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kgen.arch import resolve_arch  # noqa: E402
+from kgen.mla import build  # noqa: E402
+from kgen.sass import disassemble  # noqa: E402
+from kgen.tune.space import load_grid  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from time_shipped import _config, shipped_configs  # noqa: E402
+
+
+def main() -> int:
+    out, *names = sys.argv[1:]
+    Path(out).mkdir(parents=True, exist_ok=True)
+    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    configs = shipped_configs()
+    arch = resolve_arch("native")
+    for name in names:
+        case, config = _config(name, configs)
+        kernel = build(grid[case].spec, config, arch)
+        print(f"{name}: {config.short_name()} s{config.kv_splits}: {kernel.resources.summary()}")
+        listing = disassemble(kernel.cubin)
+        if listing is not None:
+            (Path(out) / f"{case}.sass").write_text(listing)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
