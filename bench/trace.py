@@ -69,8 +69,11 @@ COMBINE_EDITS = (  # inside the fused combine (templates/mla/combine.cuh)
 EDITS = (  # (anchor, replacement): each anchor must occur once in the rendered source
     ("namespace mla {", PRELUDE + "namespace mla {"),
     ("  const Lane ln;\n", "  const Lane ln;\n  kgen_stamp(0);\n"),
-    ("  FragRows rows;\n", "  kgen_stamp(1);\n  FragRows rows;\n"),
-    ("  kgen::cp_async_wait<0>();\n\n", "  kgen_stamp(2);\n  kgen::cp_async_wait<0>();\n\n"),
+    (
+        "(p, b, split, num_splits);  // syncs\n",
+        "(p, b, split, num_splits);  // syncs\n  kgen_stamp(1);\n",
+    ),
+    ("\n  kgen::cp_async_wait<0>();\n", "\n  kgen_stamp(2);\n  kgen::cp_async_wait<0>();\n"),
     (
         "  if (num_splits > 1) {\n    __syncthreads();",
         "  kgen_stamp(3);\n  kgen_stamp(4);\n  if (num_splits > 1) {\n    __syncthreads();",
