@@ -25,7 +25,8 @@ from time_shipped import shipped_configs  # noqa: E402
 
 def main() -> int:
     configs = shipped_configs()
-    trees = [c for c in load_grid(Path(__file__).parent / "grid.json") if c.spec.mask == "tree"]
+    grid = load_grid(Path(__file__).parent / "grid.json", "dense")
+    trees = [c for c in grid if c.spec.mask == "tree"]
     pairs = []
     for case in trees:
         chain = dataclasses.replace(case, spec=dataclasses.replace(case.spec, mask="causal"))
