@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# On the device (thirteenth session), from a checkout of branch warp-dequant (main has no dequant='warp'): the sparse family's dequant='warp'
+# On the device (thirteenth session), from a checkout of branch warp-dequant (main has no
+# dequant='warp'): the sparse family's dequant='warp'
 # against the shipped configs (warp_cases_a.txt), and at 3 stages, against 'shared', and in 8-warp
 # blocks (warp_cases_b.txt); one round each (bench/time_cases.sh), then the sparse GPU tests.
 set -uo pipefail
