@@ -1,5 +1,6 @@
 """Build each named grid case's shipped config (CASE:field=value overrides as time_shipped.py)
-for this GPU and print its resources; with cuobjdump on PATH, write its SASS to DIR/<case>.sass.
+for this GPU and print its resources; with cuobjdump on PATH, write its SASS to DIR/<n>-<case>.sass
+(n: the name's position in the list, so two overrides of one case keep both listings).
 For comparing what two trees (or two NVRTC versions) generate for the same config.
 
     PYTHONPATH=. python3 bench/sass_dump.py DIR CASE[:field=value,...] ...
@@ -27,13 +28,13 @@ def main() -> int:
     grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
     configs = shipped_configs()
     arch = resolve_arch("native")
-    for name in names:
+    for n, name in enumerate(names):
         case, config = _config(name, configs)
         kernel = build(grid[case].spec, config, arch)
         print(f"{name}: {config.short_name()} s{config.kv_splits}: {kernel.resources.summary()}")
         listing = disassemble(kernel.cubin)
         if listing is not None:
-            (Path(out) / f"{case}.sass").write_text(listing)
+            (Path(out) / f"{n:02d}-{case}.sass").write_text(listing)
     return 0
 
 
