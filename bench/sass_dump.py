@@ -19,7 +19,7 @@ from kgen.sass import disassemble  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from time_shipped import _config, shipped_configs  # noqa: E402
+from time_shipped import case_config, shipped_configs  # noqa: E402
 
 
 def main() -> int:
@@ -29,7 +29,7 @@ def main() -> int:
     configs = shipped_configs()
     arch = resolve_arch("native")
     for n, name in enumerate(names):
-        case, config = _config(name, configs)
+        case, config = case_config(name, configs)
         kernel = build(grid[case].spec, config, arch)
         print(f"{name}: {config.short_name()} s{config.kv_splits}: {kernel.resources.summary()}")
         listing = disassemble(kernel.cubin)

@@ -43,7 +43,7 @@ def shipped_configs() -> dict:
     }
 
 
-def _config(name: str, configs: dict) -> tuple:
+def case_config(name: str, configs: dict) -> tuple:
     """The grid case of `CASE[:field=value,...]` and its shipped config with those fields."""
     case, fields = parse_case_overrides(name)
     return case, dataclasses.replace(configs[case], **fields)
@@ -60,7 +60,7 @@ def main() -> int:
     names = args.cases or [
         n for n, c in configs.items() if isinstance(c, Config) and grid[n].spec.dtype != "float32"
     ]
-    runs = [(name, *_config(name, configs)) for name in names]
+    runs = [(name, *case_config(name, configs)) for name in names]
     arch = resolve_arch("native")
     if args.default:
         sms = device.sm_count(0)
