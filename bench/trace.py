@@ -29,9 +29,16 @@ from kgen.mla import build  # noqa: E402
 from kgen.mla.workload import make_workload  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 
-STAMPS = 10  # entry, prologue, loop, partial, combine; the combine's phases; SM id
+STAMPS = 18  # entry, prologue, loop, partial, combine; the combine's phases; SM id
 COMBINE_STAMPS = (  # slot: what the block that finished last had just done
     (6, "arrived"),
+    (10, "took1"),
+    (13, "lse"),
+    (14, "weights"),
+    (15, "loaded"),
+    (16, "merged"),
+    (11, "took2"),
+    (12, "took3+"),
     (7, "pieces"),
     (8, "reset"),
 )
@@ -51,7 +58,29 @@ __device__ __forceinline__ void kgen_stamp(int k) {{
   }}
 }}
 """
-COMBINE_EDITS = (  # inside the fused combine (templates/mla/combine.cuh)
+COMBINE_EDITS = (  # inside the fused combine (templates/mla/combine.cuh); a block's last piece
+    # overwrites the merge's stamps (13-16); 10-12 are its first, second and last piece taken
+    (
+        "  const Pieces pieces(num_splits);\n  for (;;) {\n",
+        "  const Pieces pieces(num_splits);\n  int kgen_taken = 0;\n  for (;;) {\n",
+    ),
+    (
+        "    const int piece = shared[2];\n",
+        "    const int piece = shared[2];\n    kgen_stamp(10 + min(kgen_taken++, 2));\n",
+    ),
+    (
+        " * ROWS + q0 + r);\n    }\n    __syncthreads();\n",
+        " * ROWS + q0 + r);\n    }\n    __syncthreads();\n    kgen_stamp(13);\n",
+    ),
+    (
+        " : -CUDART_INF_F;\n    }\n    __syncthreads();\n",
+        " : -CUDART_INF_F;\n    }\n    __syncthreads();\n    kgen_stamp(14);\n",
+    ),
+    ("      if (slices > 1) {\n", "      kgen_stamp(15);\n      if (slices > 1) {\n"),
+    (
+        "    __syncthreads();\n  }\n}\n\n// Called by every block",
+        "    __syncthreads();\n    kgen_stamp(16);\n  }\n}\n\n// Called by every block",
+    ),
     (
         "  const int role = shared[0], earlier_helpers = shared[1];\n",
         "  const int role = shared[0], earlier_helpers = shared[1];\n  kgen_stamp(6);\n",
