@@ -75,7 +75,8 @@ def separated(program):
         assert source.count(anchor) == 1, f"anchor not found once: {anchor!r}"
         source = source.replace(anchor, new)
     splits = _splits["value"]
-    source += f"\n{SPLITS_MARK}{splits}\nconstexpr int COMBINE_SPLITS = {splits};\n" + COMBINE_KERNEL
+    source += f"\n{SPLITS_MARK}{splits}\nconstexpr int COMBINE_SPLITS = {splits};\n"
+    source += COMBINE_KERNEL
     return replace(
         program,
         name=f"{program.name}_pdl{splits}",
