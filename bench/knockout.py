@@ -1,0 +1,149 @@
+"""Knock-out timing of the tensor-core kernel: rebuild a case's shipped config with one part of
+its main loop removed from the rendered source (the templates are untouched) and time what is
+left. Where removing a part barely moves the time, that part is not what binds the kernel; the
+part whose removal moves it most is. The results of a knocked-out kernel are wrong by design:
+nothing is checked, only timed (L2 flushed, median, kgen.tune.timing).
+
+Knock-outs (join several with '+'):
+  nocopy  no KV tile copies (cp.async); the stages are zeroed once at the start
+  noqk    no q.K^T MMAs (nor their K ldmatrix, now dead)
+  nopv    no P.V MMAs (nor their V and P ldmatrix)
+  nobar   no row-group barriers inside the loop (split softmax's two; the tile barrier stays)
+  noexp   2^x is x (no SFU work)
+  nocomb  no split-KV combine (each split writes its partial and leaves)
+
+    PYTHONPATH=. python3 bench/knockout.py [--reps N] CASE[:field=value,...]@KO[+KO...] ...
+(CASE alone, or CASE@base, times the unedited kernel the same way.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch  # noqa: E402
+from time_shipped import case_config, shipped_configs  # noqa: E402
+
+import kgen.mla.kernel as kernel_module  # noqa: E402
+from kgen.mla import build  # noqa: E402
+from kgen.mla.workload import make_workload  # noqa: E402
+from kgen.tune.space import load_grid  # noqa: E402
+from kgen.tune.timing import Timer  # noqa: E402
+
+ZERO_STAGES = (
+    "  if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;\n",
+    "  if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;\n"
+    "  for (int i = threadIdx.x; i < STAGES * TILE_ELEMS / 8; i += NUM_THREADS)\n"
+    "    reinterpret_cast<uint4*>(tiles)[i] = make_uint4(0u, 0u, 0u, 0u);\n",
+)
+EDITS = {
+    "nocopy": [
+        (
+            "kgen::cp_async_or_zeros<16, true>(to, src + j * LOAD_THREADS_PER_ROW * 8, bytes == 0);",
+            "(void)to;",
+        ),
+        ZERO_STAGES,
+    ],
+    "noqk": [
+        (
+            "          Mma::mma(acc[i][j], a[i], k[0], k[1]);\n"
+            "          Mma::mma(acc[i][j + 1], a[i], k[2], k[3]);\n",
+            "",
+        ),
+    ],
+    "nopv": [
+        (
+            "      Mma::mma(o[i][j], a[i], v[0], v[1]);\n"
+            "      Mma::mma(o[i][j + 1], a[i], v[2], v[3]);\n",
+            "",
+        ),
+    ],
+    "nobar": [("    return __syncthreads_or(pred);\n", "    return pred;\n")],
+    "noexp": [
+        ('  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));\n', "  y = x;\n"),
+    ],
+    "nocomb": [
+        ("    finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));\n", ""),
+    ],
+}
+
+_render = kernel_module.mla_program
+
+
+def edited(knockouts: list[str]):
+    def render(*args, **kwargs):
+        program = _render(*args, **kwargs)
+        source = program.source
+        for ko in knockouts:
+            for anchor, new in EDITS[ko]:
+                n = source.count(anchor)
+                assert n >= 1, f"{ko}: anchor not found: {anchor!r}"
+                source = source.replace(anchor, new)
+        tag = "_ko_" + "_".join(knockouts) if knockouts else ""
+        return replace(program, name=program.name + tag, source=source)
+
+    return render
+
+
+def build_knocked(spec, config, knockouts: list[str]):
+    kernel_module._build.cache_clear()
+    kernel_module.mla_program = edited(knockouts)
+    try:
+        return build(spec, config, "native")
+    finally:
+        kernel_module.mla_program = _render
+        kernel_module._build.cache_clear()
+
+
+def parse(run: str, configs: dict, grid: dict) -> tuple:
+    """`CASE[:overrides]@KO+KO` -> (name, knock-outs, case, config)."""
+    name, _, kos = run.partition("@")
+    knockouts = [k for k in kos.split("+") if k and k != "base"]
+    case, config = case_config(name, configs)
+    return name, knockouts, grid[case], config
+
+
+def precompile(run: str) -> None:
+    """Build one run's kernel into the disk cache (a worker process)."""
+    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    _, knockouts, case, config = parse(run, shipped_configs(), grid)
+    build_knocked(case.spec, config, knockouts)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+")
+    parser.add_argument("--reps", type=int, default=10)
+    args = parser.parse_args()
+    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    configs = shipped_configs()
+    with ProcessPoolExecutor(8, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(precompile, args.runs))
+    timer = Timer(torch.device("cuda"))
+    workloads = {}
+    print(f"{'case':60} {'knock-outs':24} {'regs':>4} {'us':>8}")
+    for run in args.runs:
+        name, knockouts, case, config = parse(run, configs, grid)
+        kernel = build_knocked(case.spec, config, knockouts)
+        if case.name not in workloads:
+            workloads[case.name] = make_workload(case.spec, case.seq_lens, seed=1)
+        w = workloads[case.name]
+        out, lse = w.poisoned_outputs()
+        kernel(*w.args(), out=out, lse=lse)
+        torch.cuda.synchronize()
+        regs = next(iter(kernel.binary.usage.values())).registers
+        args_ = w.args()
+        us = timer.flushed(lambda: kernel(*args_, out=out, lse=lse), args.reps).median_us  # noqa: B023
+        print(f"{name:60} {'+'.join(knockouts) or 'base':24} {regs:4d} {us:8.1f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
