@@ -8,6 +8,7 @@ Knock-outs (join several with '+'):
   nocopy  no KV tile copies (cp.async); the stages are zeroed once at the start
   noqk    no q.K^T MMAs (nor their K ldmatrix, now dead)
   nopv    no P.V MMAs (nor their V and P ldmatrix)
+  nosoft  no softmax (split softmax's slice work and the rare rescale; its barrier stays)
   nobar   no row-group barriers inside the loop (split softmax's two; the tile barrier stays)
   noexp   2^x is x (no SFU work)
   nocomb  no split-KV combine (each split writes its partial and leaves)
@@ -46,7 +47,8 @@ ZERO_STAGES = (
 EDITS = {
     "nocopy": [
         (
-            "kgen::cp_async_or_zeros<16, true>(to, src + j * LOAD_THREADS_PER_ROW * 8, bytes == 0);",
+            "kgen::cp_async_or_zeros<16, true>(to, src + j * LOAD_THREADS_PER_ROW * 8, "
+            "bytes == 0);",
             "(void)to;",
         ),
         ZERO_STAGES,
@@ -63,6 +65,13 @@ EDITS = {
             "      Mma::mma(o[i][j], a[i], v[0], v[1]);\n"
             "      Mma::mma(o[i][j + 1], a[i], v[2], v[3]);\n",
             "",
+        ),
+    ],
+    "nosoft": [
+        (
+            "      if (row_group_sync_or(softmax_slice(p, partials, start, count, prefix, sl, p_h, "
+            "alpha_s, ln), ln)) {\n        rescale_rows(alpha_s, o, ln);\n      }\n",
+            "      row_group_sync_or(false, ln);\n",
         ),
     ],
     "nobar": [("    return __syncthreads_or(pred);\n", "    return pred;\n")],
