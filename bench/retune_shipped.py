@@ -4,9 +4,10 @@ every axis pinned to it, so only its KV split count is re-chosen (the sweep's sp
 candidates), checked against the float64 oracle and timed with today's code, and its entry
 re-recorded (new code stamp, new trials) in --db. Far cheaper than a full sweep; it finds no new
 configs. `--record` records the winners of an earlier run's DIR/<case>/results.json instead
-(where the device's database did not come back, say).
+(where the device's database did not come back, say). `--open AXIS=V,V` sweeps those values of
+a dense axis instead of the shipped one (e.g. `--open pdl_combine=0,1 --open min_blocks=1,3`).
 
-    PYTHONPATH=. python3 bench/retune_shipped.py --out DIR --db DB [--reps N] [CASE ...]
+    PYTHONPATH=. python3 bench/retune_shipped.py --out DIR --db DB [--reps N] [--open A=V,V] [CASE]
     python3 bench/retune_shipped.py --record --out DIR --db DB
     (--family dense|sparse: only that family's cases)
 """
@@ -14,6 +15,7 @@ configs. `--record` records the winners of an earlier run's DIR/<case>/results.j
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -47,6 +49,7 @@ def pinned_axes(config: Config) -> Axes:
         split_reduce=(config.split_reduce,),
         split_softmax=(config.split_softmax,),
         swap_rows=(config.swap_rows,),
+        pdl_combine=(config.pdl_combine,),
     )
 
 
@@ -65,11 +68,22 @@ def pinned_sparse_axes(config: SparseConfig) -> SparseAxes:
     )
 
 
-def pinned_options(config, db: Path, reps: int) -> SweepOptions:
-    """Sweep options whose space is `config` alone, in its family's axes."""
+def pinned_options(config, db: Path, reps: int, opened: dict) -> SweepOptions:
+    """Sweep options whose space is `config` alone, in its family's axes (dense: with the
+    `opened` axes' values instead of its own)."""
     if isinstance(config, SparseConfig):
         return SweepOptions(sparse_axes=pinned_sparse_axes(config), db_path=db, reps=reps)
-    return SweepOptions(axes=pinned_axes(config), db_path=db, reps=reps)
+    axes = dataclasses.replace(pinned_axes(config), **opened)
+    return SweepOptions(axes=axes, db_path=db, reps=reps)
+
+
+def parse_open(items: list[str]) -> dict:
+    """`AXIS=V,V` items -> {axis: (V, V)} (integer axes)."""
+    opened = {}
+    for item in items:
+        axis, _, values = item.partition("=")
+        opened[axis] = tuple(int(v) for v in values.split(","))
+    return opened
 
 
 def main() -> int:
@@ -80,7 +94,9 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--record", action="store_true", help="record --out's results only")
     parser.add_argument("--family", choices=("dense", "sparse"), help="only this family's cases")
+    parser.add_argument("--open", action="append", default=[], help="AXIS=V,V: dense axis values")
     args = parser.parse_args()
+    opened = parse_open(args.open)
     grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
     configs = shipped_configs()
     names = args.cases or [
@@ -97,7 +113,7 @@ def main() -> int:
     arch = resolve_arch("native").name
     compile_space([(grid[n].spec, configs[n]) for n in names], arch)  # all at once, in parallel
     for name in names:
-        options = pinned_options(configs[name], args.db, args.reps)
+        options = pinned_options(configs[name], args.db, args.reps, opened)
         report = run_sweep([grid[name]], args.out / name, options)
         best = report["cases"][0].get("best") or {}
         print(json.dumps({"case": name, "best": best.get("config"), "us": best.get("median_us")}))

@@ -131,6 +131,51 @@ class PackedLaunch:
             )
 
 
+class DependentLaunch:
+    """A kernel launched with programmatic dependent launch after the previous kernel in its
+    stream (sm_90 and later): it may start while that one runs and waits for it inside
+    (griddepcontrol.wait). Grid, block, function and arguments are fixed once; `launch(stream)`
+    sends it with cuLaunchKernelEx."""
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        device: int,
+        args: Sequence[ctypes._SimpleCData | ctypes.Structure],
+    ):
+        self.kernel, self.grid, self.block, self.device = kernel, grid, block, device
+        self.args = tuple(args)  # kept alive: the argument array points at them
+        self._argv = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
+        self._argv_address = ctypes.addressof(self._argv)
+        self._function = None  # the kernel's CUfunction in the current context, on first launch
+        attr = driver.CUlaunchAttribute()
+        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        config = driver.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid
+        config.blockDimX, config.blockDimY, config.blockDimZ = block
+        config.sharedMemBytes = 0
+        config.attrs, config.numAttrs = [attr], 1
+        self._config = config
+
+    def launch(self, stream: int) -> None:
+        """Launch on `stream` (torch's current device must be this launch's device)."""
+        if self._function is None:
+            err, function = driver.cuKernelGetFunction(self.kernel.handle)
+            if err == _NO_CONTEXT:  # no context yet on this thread: the device's primary one
+                make_current(self.device)
+                err, function = driver.cuKernelGetFunction(self.kernel.handle)
+            check((err,), f"cuKernelGetFunction({self.kernel.name})")
+            self._function = function
+        self._config.hStream = cu_stream(stream)
+        check(
+            driver.cuLaunchKernelEx(self._config, self._function, self._argv_address, 0),
+            f"cuLaunchKernelEx({self.kernel.name}, grid={self.grid}, block={self.block}, PDL)",
+        )
+
+
 class Module:
     """A cubin loaded through the driver (context-independent), with its kernels by name."""
 

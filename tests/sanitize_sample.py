@@ -459,6 +459,38 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                 "none",
                 dict(heads_per_block=16, kv_splits=300, smem_stages=3, block_n=16, qk_ahead=1),
             ),
+            # the merge in a kernel of its own (pdl_combine): slices of the slots, column chunks
+            (
+                8,
+                1,
+                "bfloat16",
+                16,
+                "none",
+                dict(heads_per_block=8, kv_splits=132, smem_stages=2, block_n=16, pdl_combine=1),
+            ),
+            (
+                4,
+                4,
+                "float16",
+                64,
+                "tree",
+                dict(heads_per_block=4, kv_splits=6, smem_stages=3, block_n=16, pdl_combine=1),
+            ),
+            (
+                8,
+                1,
+                "bfloat16",
+                64,
+                "none",
+                dict(
+                    heads_per_block=8,
+                    kv_splits=9,
+                    smem_stages=3,
+                    block_n=16,
+                    swap_rows=1,
+                    pdl_combine=1,
+                ),
+            ),
         ]
     ),
 ]

@@ -50,6 +50,7 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
             compute="mma",
             min_blocks=draw(st.sampled_from([0, 1, 2])),
             qk_ahead=draw(st.sampled_from([0, 1])),
+            pdl_combine=draw(st.sampled_from([0, 0, 1])),
         )
         small = [h for h in divisors(spec.heads) if h * spec.q_len <= 8]
         if spec.masks_nothing and small and draw(st.sampled_from([0, 0, 1])):

@@ -145,11 +145,33 @@ def compiler_disabled():
         ),
         (Spec(heads=8), replace(MMA, swap_rows=1, split_softmax=1), "swap_rows", "whole softmax"),
         (Spec(heads=8), replace(MMA, num_warps=8, swap_rows=1), "col_groups", "equal num_warps"),
+        (Spec(heads=8), Config(pdl_combine=1), "pdl_combine", "'mma' only"),
     ],
 )
 def test_refusals_name_field_and_reason(spec, config, field, reason):
     with pytest.raises(ConfigError, match=rf"Config\.{field}=.*{reason}"):
         layout_for(spec, config, ARCHS["sm_120"])
+
+
+def test_pdl_combine_needs_sm90():
+    with pytest.raises(ConfigError, match=r"Config\.pdl_combine=1: .*sm_90 or later"):
+        layout_for(Spec(heads=8), replace(MMA, pdl_combine=1), ARCHS["sm_80"])
+
+
+@pytest.mark.parametrize("swap_rows", [0, 1])
+def test_pdl_combine_builds_both_kernels_for_sm120_without_spills(swap_rows):
+    """pdl_combine: the attention kernel and mla_combine in one cubin; the attention kernel has
+    no merge code (so no arrival counters), and both fit sm_120 without spills."""
+    config = replace(MMA, smem_stages=3, swap_rows=swap_rows, pdl_combine=1)
+    kernel = build(Spec(heads=8), config, "sm_120")
+    fused = build(Spec(heads=8), replace(config, pdl_combine=0), "sm_120")
+    assert kernel.binary.program.entry_points == ("mla_attention", "mla_combine")
+    assert fused.binary.program.entry_points == ("mla_attention",)
+    assert set(kernel.binary.usage) == {"mla_attention", "mla_combine"}
+    for usage in kernel.binary.usage.values():
+        assert usage.spill_stores == usage.spill_loads == 0
+    assert "mla_combine(" in kernel.source and "mla_combine(" not in fused.source
+    assert config.short_name().endswith("_pc") and not fused.config.short_name().endswith("_pc")
 
 
 def test_readme_mma_example_builds_for_sm120():

@@ -4,6 +4,7 @@ fresh inputs, plus the properties that must hold whatever the config."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -359,3 +360,64 @@ def test_mma_agrees_with_fma(data):
     b = to_numpy(*run_poisoned(build(spec, mma, "native"), w))
     assert relative_errors(a[0], b[0]).max() <= 2 * TOLERANCE[spec.dtype]
     np.testing.assert_allclose(a[1], b[1], atol=2e-2, rtol=0)
+
+
+PDL_SAMPLE = [
+    Config(heads_per_block=4, kv_splits=3, block_n=16, smem_stages=3, compute="mma", pdl_combine=1),
+    Config(
+        heads_per_block=2,
+        kv_splits=40,
+        block_n=32,
+        smem_stages=2,
+        num_warps=4,
+        col_groups=4,
+        compute="mma",
+        pdl_combine=1,
+    ),
+    Config(
+        heads_per_block=1,
+        kv_splits=200,
+        block_n=16,
+        smem_stages=3,
+        num_warps=4,
+        col_groups=4,
+        compute="mma",
+        pdl_combine=1,
+    ),
+]
+
+
+@pytest.mark.parametrize("config", PDL_SAMPLE, ids=lambda c: f"s{c.kv_splits}")
+def test_pdl_combine_edge_rows_and_invalid_sequences(config):
+    """The merge kernel of pdl_combine: a row that sees nothing (out 0, lse -inf), more splits
+    than tiles (empty splits weigh nothing), invalid sequences (NaN rows, the valid one
+    untouched), against the reference and the fused merge; the same bits on every launch."""
+    import torch
+
+    spec = Spec(heads=4, q_len=4, dtype="bfloat16", page_size=16, mask="tree")
+    w = make_workload(spec, [4, 4 + 37, 300], seed=5)
+    w.mask = (
+        torch.tensor(
+            [[1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 1, 0], [0, 1, 0, 1]],
+            dtype=torch.bool,
+            device="cuda",
+        )
+        .expand(3, 4, 4)
+        .contiguous()
+    )
+    kernel = build(spec, config, "native")
+    fused = build(spec, replace(config, pdl_combine=0), "native")
+    out, lse = run_poisoned(kernel, w)
+    assert torch.all(out[0, 1] == 0) and torch.all(lse[0, 1] == float("-inf"))
+    check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)
+    again = run_poisoned(kernel, w)
+    assert torch.equal(out, again[0]) and torch.equal(lse, again[1])
+    f_out, f_lse = run_poisoned(fused, w)
+    assert relative_errors(*(x.double().cpu().numpy() for x in (out, f_out))).max() <= 1e-2
+    np.testing.assert_allclose(lse.cpu().numpy(), f_lse.cpu().numpy(), atol=1e-3, rtol=0)
+
+    w.seq_lens[0] = 1  # shorter than q_len
+    w.block_table[2, 3] = w.kv_cache.shape[0] + 7  # a page that does not exist
+    bad_out, bad_lse = run_poisoned(kernel, w)
+    assert bad_out[0].isnan().all() and bad_out[2].isnan().all() and bad_lse[2].isnan().all()
+    assert torch.equal(bad_out[1], out[1]) and torch.equal(bad_lse[1], lse[1])

@@ -5,6 +5,8 @@ torch.compile (fullgraph, reduce-overhead) and opcheck."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -29,13 +31,18 @@ CONFIG = Config(
     col_groups=4,
 )
 BATCH, WIDTH, PAGES, LAYERS = 2, 6, 14, 6
+# both merges of the splits: fused into the attention kernel, and a kernel of its own with PDL
+CONFIGS = pytest.mark.parametrize(
+    "config", [CONFIG, replace(CONFIG, pdl_combine=1)], ids=["fused", "pdl"]
+)
 
 
-def test_run_matches_the_reference_with_bool_and_packed_masks():
+@CONFIGS
+def test_run_matches_the_reference_with_bool_and_packed_masks(config):
     import torch
 
     w = make_workload(SPEC, [37, 90], seed=1, max_pages=WIDTH)
-    runner = kgen.mla.plan(SPEC, BATCH, WIDTH, config=CONFIG, scale=w.scale)
+    runner = kgen.mla.plan(SPEC, BATCH, WIDTH, config=config, scale=w.scale)
     out, lse = runner.run(w.q, w.kv_cache, w.block_table, w.seq_lens, w.mask)
     torch.cuda.synchronize()
     check_attention(*to_numpy(out, lse), *reference_for(w), SPEC.dtype)
@@ -92,7 +99,8 @@ class Step:
         )
 
 
-def test_one_graph_runs_every_layer_and_follows_new_step_inputs(monkeypatch):
+@CONFIGS
+def test_one_graph_runs_every_layer_and_follows_new_step_inputs(monkeypatch, config):
     """Many runs (a different cache and q per layer) captured in one graph after plan, with
     compiling forbidden; replays after seq_lens, block_table and mask contents change match
     the reference and eager runs."""
@@ -112,7 +120,7 @@ def test_one_graph_runs_every_layer_and_follows_new_step_inputs(monkeypatch):
     bits = torch.zeros(BATCH, SPEC.q_len, dtype=torch.int64, device="cuda")
     scale = 0.1
 
-    runner = kgen.mla.plan(SPEC, BATCH, WIDTH, config=CONFIG, scale=scale)
+    runner = kgen.mla.plan(SPEC, BATCH, WIDTH, config=config, scale=scale)
     monkeypatch.setenv("KGEN_NO_COMPILE", "1")  # nothing from here on may compile
     Step(10).load_into(block_table, seq_lens, bits)
     graph = torch.cuda.CUDAGraph()

@@ -116,6 +116,12 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
             refuse("col_groups", "swap_rows has one row group: col_groups must equal num_warps")
         if (spec.latent_dim // 16) % config.col_groups:
             refuse("col_groups", f"must split the {spec.latent_dim} output dims into m16 pieces")
+    if config.pdl_combine and arch.compute_capability < (9, 0):
+        refuse(
+            "pdl_combine",
+            "programmatic dependent launch (griddepcontrol) needs sm_90 or later: take 0 (the "
+            "merge fused into the attention kernel)",
+        )
     if config.qk_ahead and config.smem_stages < 3:
         refuse(
             "smem_stages",

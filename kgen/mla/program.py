@@ -11,6 +11,7 @@ from kgen.render import CStruct, CType, Program, render_program
 
 TEMPLATES = {"fma": "mla/attention.cu.jinja", "mma": "mla/mma.cu.jinja"}
 ATTENTION = "mla_attention"
+COMBINE = "mla_combine"  # the split-KV merge of pdl_combine configs
 MASK_KINDS = {"none": 0, "causal": 1, "tree": 2}
 Q_SOURCES = ("registers", "shared", "global")  # the template's Q_REGISTERS, Q_SHARED, Q_GLOBAL
 
@@ -101,6 +102,7 @@ def template_values(spec: Spec, config: Config, layout: Layout | MMALayout) -> d
             "split_reduce": bool(config.split_reduce),
             "split_softmax": bool(config.split_softmax),
             "swap_rows": bool(config.swap_rows),
+            "pdl_combine": bool(config.pdl_combine),
             # the swapped path masks nothing: plan_mma admits only masks that hide nothing
             "mask_kind": MASK_KINDS["none"] if config.swap_rows else values["mask_kind"],
             "q_register_steps": layout.q_register_steps,
@@ -127,6 +129,6 @@ def mla_program(spec: Spec, config: Config, layout: Layout | MMALayout) -> Progr
         name=f"mla_{spec.short_name()}_{config.short_name()}",
         template=TEMPLATES[config.compute],
         values=template_values(spec, config, layout),
-        entry_points=(ATTENTION,),
+        entry_points=(ATTENTION, COMBINE) if config.pdl_combine else (ATTENTION,),
         meta={"family": "mla", "spec": spec.to_dict(), "config": compiled_fields(config)},
     )

@@ -3,20 +3,22 @@
 A Runner is made by `kgen.mla.plan` (kgen/mla/api.py) with everything that depends only on the
 shapes, dtypes, device and config already done: the kernel is loaded, the split-KV workspace is
 allocated (its counters zeroed) and the launch parameters are packed. `run` checks the tensors
-against the plan, writes their pointers into the packed parameters and launches once: it does
+against the plan, writes their pointers into the packed parameters and launches once (twice for a
+pdl_combine config with several splits: the merge kernel follows the attention kernel): it does
 not compile, synchronise, or allocate device memory (given out= and lse=, and a packed or no
 mask), so many runs, one per layer, can be captured in one CUDA graph.
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
 import threading
 from collections import OrderedDict
 
 import torch
 
-from kgen.launch import PackedLaunch, load_module
+from kgen.launch import DependentLaunch, PackedLaunch, load_module
 from kgen.mla import workspace
 from kgen.mla.inputs import (
     INT32_MAX,
@@ -26,7 +28,7 @@ from kgen.mla.inputs import (
     extent,
     refuse_overlap,
 )
-from kgen.mla.program import ATTENTION, KernelParams
+from kgen.mla.program import ATTENTION, COMBINE, KernelParams
 
 LOG2E = 1.0 / math.log(2.0)
 
@@ -112,12 +114,28 @@ class Runner:
         )
         self._set_planned_strides()
         self._launch = self._packed_launch((splits, head_groups, b)) if b else None
+        # pdl_combine: the merge of the splits' partials, launched right after the attention kernel
+        self._combine = (
+            self._combine_launch(b, head_groups, splits)
+            if b and splits > 1 and config.pdl_combine
+            else None
+        )
 
     def _packed_launch(self, grid: tuple[int, int, int]) -> PackedLaunch:
         layout = self.kernel.layout
         kernel = load_module(self.kernel.binary, self._index)[ATTENTION]
         return PackedLaunch(
             kernel, grid, (layout.threads, 1, 1), layout.dynamic_smem, self._index, self._params
+        )
+
+    def _combine_launch(self, batch: int, head_groups: int, splits: int) -> DependentLaunch:
+        rows = self.kernel.layout.rows
+        grid, block = workspace.combine_shape(
+            batch, head_groups, rows, self.spec.latent_dim, splits
+        )
+        kernel = load_module(self.kernel.binary, self._index)[COMBINE]
+        return DependentLaunch(
+            kernel, grid, block, self._index, (self._params, ctypes.c_int(splits))
         )
 
     def _set_planned_strides(self) -> None:
@@ -207,11 +225,16 @@ class Runner:
         if self._launch is None:
             return out, lse
         if not self._ask_device or current_device() == index:
-            self._launch.launch(stream)
+            self._send(stream)
         else:  # like a torch op, run on the tensors' device whatever the current one is
             with torch.cuda.device(index):
-                self._launch.launch(stream)
+                self._send(stream)
         return out, lse
+
+    def _send(self, stream: int) -> None:
+        self._launch.launch(stream)
+        if self._combine is not None:
+            self._combine.launch(stream)
 
     def _bind_checked(self, q, kv_cache, block_table, seq_lens, mask, out, lse) -> None:
         """Every check (InputError naming the tensor), then every pointer and stride."""

@@ -115,6 +115,11 @@ class Config(Params):
       (S^T = K.q^T, O^T = V^T.P^T) instead of padding them to m16 tiles: half the MMAs and
       accumulator registers for a block of at most 8 rows (H = 8 decode); needs mask 'none',
       num_warps == col_groups, no split softmax or split reduce.
+    pdl_combine: mma only, sm_90 or later: 1 merges the split-KV partials in a kernel of their own
+      (templates/mla/combine_kernel.cuh), launched after the attention kernel with programmatic
+      dependent launch, instead of inside it: the attention kernel carries no merge code (its
+      registers and schedule are the loop's alone) and the merge can spread over more blocks and
+      loads in flight. Two launches per call where kv_splits > 1 (one in a CUDA graph).
     """
 
     heads_per_block: int = 1
@@ -130,6 +135,7 @@ class Config(Params):
     split_reduce: int = 0
     split_softmax: int = 0
     swap_rows: int = 0
+    pdl_combine: int = 0
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
@@ -151,6 +157,7 @@ class Config(Params):
         self._require_int("split_reduce", 0, 1)
         self._require_int("split_softmax", 0, 1)
         self._require_int("swap_rows", 0, 1)
+        self._require_int("pdl_combine", 0, 1)
 
     def short_name(self) -> str:
         name = (
@@ -164,4 +171,5 @@ class Config(Params):
         reduce = "_sr" if self.split_reduce else ""
         softmax = "_ss" if self.split_softmax else ""
         swap = "_sw" if self.swap_rows else ""
-        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{reduce}{softmax}{swap}"
+        pdl = "_pc" if self.pdl_combine else ""
+        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{reduce}{softmax}{swap}{pdl}"

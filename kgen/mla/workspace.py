@@ -41,3 +41,32 @@ def allocate(
         partial_lse=torch.empty((slots,), dtype=torch.float32, device=device),
         counters=torch.zeros(counter_count(batch, head_groups), dtype=torch.int32, device=device),
     )
+
+
+COMBINE_LOADS = (
+    8  # slots a thread of mla_combine reads at a time (templates/mla/combine_kernel.cuh)
+)
+COMBINE_THREADS = 512  # mla_combine's block size, at most
+COMBINE_BLOCKS = 256  # about two blocks per SM of an H200, to spread the merge's L2 reads
+MIN_COMBINE_THREADS = 32  # a block is at least a warp
+
+
+def combine_shape(
+    batch: int, head_groups: int, rows: int, latent_dim: int, splits: int
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(grid, block) of mla_combine for a launch of `splits` KV splits: enough slices of the slots
+    that a thread reads at most a few rounds of COMBINE_LOADS, and rows cut into column chunks
+    until the grid has about COMBINE_BLOCKS blocks. The kernel reads its chunks and slices back
+    from this shape, so it is the one place that chooses them."""
+    quads = latent_dim // 4  # float4 columns of a row
+    slices = 1
+    while slices < 16 and slices * COMBINE_LOADS < splits:
+        slices *= 2
+    chunks = 1
+    while quads % (2 * chunks) == 0 and (
+        quads // chunks * slices > COMBINE_THREADS
+        or batch * head_groups * rows * chunks < COMBINE_BLOCKS
+        and quads // chunks * slices >= 2 * MIN_COMBINE_THREADS
+    ):
+        chunks *= 2
+    return (rows * chunks, head_groups, batch), (quads // chunks * slices, 1, 1)

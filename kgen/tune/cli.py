@@ -21,6 +21,8 @@ MMA_AXES = {
     "split_softmax": "1 = each tile's softmax split in slices between a row group's warps, P "
     "shared through shared memory",
     "swap_rows": "1 = the rows (at most 8) on the n8 side of both products, not padded to m16",
+    "pdl_combine": "1 = the split-KV merge in a kernel of its own, launched with programmatic "
+    "dependent launch (sm_90 and later)",
 }
 
 

@@ -22,6 +22,7 @@ COLUMNS = [
     "split_reduce",
     "split_softmax",
     "swap_rows",
+    "pdl_combine",
     "gather_bytes",
     "dequant",
     "registers",
@@ -131,6 +132,7 @@ def config_name(c: dict, splits: bool = True) -> str:
         mma += " sr" if c.get("split_reduce") else ""
         mma += " ss" if c.get("split_softmax") else ""
         mma += " sw" if c.get("swap_rows") else ""
+        mma += " pc" if c.get("pdl_combine") else ""
     return (
         f"hb{c['heads_per_block']}{split} v{c['vec_width']} st{c['smem_stages']} "
         f"w{c['num_warps']} n{c['block_n']}{mma}"

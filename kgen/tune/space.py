@@ -37,6 +37,7 @@ class Axes:
     split_reduce: tuple[int, ...] = (0,)
     split_softmax: tuple[int, ...] = (0, 1)
     swap_rows: tuple[int, ...] = (0, 1)
+    pdl_combine: tuple[int, ...] = (0,)  # opt-in (kgen sweep --pdl-combine 0 1): sm_90 and later
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,7 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                 split_reduce=r,
                 split_softmax=f,
                 swap_rows=sw,
+                pdl_combine=pc,
             )
             for h in hpbs
             for w in axes.num_warps
@@ -145,6 +147,7 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
             if (c > 1 and not r) or not f
             for sw in axes.swap_rows
             if not sw or (c == w and not r and not f and h * spec.q_len <= 8 and spec.masks_nothing)
+            for pc in axes.pdl_combine
         ]
     return configs
 
