@@ -12,6 +12,8 @@ Knock-outs (join several with '+'):
   nobar   no row-group barriers inside the loop (split softmax's two; the tile barrier stays)
   noexp   2^x is x (no SFU work)
   nocomb  no split-KV combine (each split writes its partial and leaves)
+  late    pdl_combine: the attention kernel lets mla_combine launch at its end, not its start
+  notrig  pdl_combine: no explicit trigger (mla_combine launches as the attention blocks exit)
 
     PYTHONPATH=. python3 bench/knockout.py [--reps N] CASE[:field=value,...]@KO[+KO...] ...
 (CASE alone, or CASE@base, times the unedited kernel the same way.)
@@ -43,6 +45,9 @@ ZERO_STAGES = (
     "  if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;\n"
     "  for (int i = threadIdx.x; i < STAGES * TILE_ELEMS / 8; i += NUM_THREADS)\n"
     "    reinterpret_cast<uint4*>(tiles)[i] = make_uint4(0u, 0u, 0u, 0u);\n",
+)
+EARLY_TRIGGER = (
+    "    kgen::launch_dependents();  // mla_combine may start now: it waits for this whole grid\n"
 )
 EDITS = {
     "nocopy": [
@@ -77,6 +82,23 @@ EDITS = {
     "nobar": [("    return __syncthreads_or(pred);\n", "    return pred;\n")],
     "noexp": [
         ('  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));\n', "  y = x;\n"),
+    ],
+    "late": [
+        (
+            EARLY_TRIGGER,
+            "",
+        ),
+        (
+            "  if (!PDL_COMBINE && num_splits > 1) {  // else mla_combine merges the slots\n",
+            "  kgen::launch_dependents();\n"
+            "  if (!PDL_COMBINE && num_splits > 1) {  // else mla_combine merges the slots\n",
+        ),
+    ],
+    "notrig": [
+        (
+            EARLY_TRIGGER,
+            "",
+        ),
     ],
     "nocomb": [
         ("    finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));\n", ""),

@@ -69,15 +69,15 @@ extern "C" __global__ void __launch_bounds__(mla::COMBINE_THREADS) mla_combine(c
   if (slice != 0) return;
   Merged all{-CUDART_INF_F, 0.f, make_float4(0.f, 0.f, 0.f, 0.f)};
   for (int k = 0; k < slices; ++k) all.m = fmaxf(all.m, ml_s[quad + k * quads].x);
-  if (all.m != -CUDART_INF_F) {
-    for (int k = 0; k < slices; ++k) {
-      const float2 ml = ml_s[quad + k * quads];
-      const float4 a = acc_s[quad + k * quads];
-      const float w = exp2f(ml.x - all.m);  // 0 for a slice that saw nothing
-      all.acc = make_float4(fmaf(w, a.x, all.acc.x), fmaf(w, a.y, all.acc.y), fmaf(w, a.z, all.acc.z),
-                            fmaf(w, a.w, all.acc.w));
-      all.l = fmaf(w, ml.y, all.l);
-    }
+  for (int k = 0; k < slices; ++k) {
+    const float2 ml = ml_s[quad + k * quads];
+    const float4 a = acc_s[quad + k * quads];
+    // 0 for a slice that saw nothing, whose sums are 0, or only NaN partials (its max never
+    // rose: the NaN sums still reach the row, 0 x NaN = NaN)
+    const float w = ml.x == -CUDART_INF_F ? 0.f : exp2f(ml.x - all.m);
+    all.acc = make_float4(fmaf(w, a.x, all.acc.x), fmaf(w, a.y, all.acc.y), fmaf(w, a.z, all.acc.z),
+                          fmaf(w, a.w, all.acc.w));
+    all.l = fmaf(w, ml.y, all.l);
   }
   const bool seen = all.l > 0.f || all.l != all.l;  // NaN counts as seen, and poisons the row
   const float inv = seen ? 1.f / all.l : 0.f;
