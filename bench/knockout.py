@@ -12,7 +12,7 @@ Knock-outs (join several with '+'):
   nobar   no row-group barriers inside the loop (split softmax's two; the tile barrier stays)
   noexp   2^x is x (no SFU work)
   nocomb  no split-KV combine (each split writes its partial and leaves)
-  late    pdl_combine: the attention kernel lets mla_combine launch at its end, not its start
+  early   pdl_combine: the attention kernel lets mla_combine launch at its start, not its end
   notrig  pdl_combine: no explicit trigger (mla_combine launches as the attention blocks exit)
 
     PYTHONPATH=. python3 bench/knockout.py [--reps N] CASE[:field=value,...]@KO[+KO...] ...
@@ -46,8 +46,9 @@ ZERO_STAGES = (
     "  for (int i = threadIdx.x; i < STAGES * TILE_ELEMS / 8; i += NUM_THREADS)\n"
     "    reinterpret_cast<uint4*>(tiles)[i] = make_uint4(0u, 0u, 0u, 0u);\n",
 )
-EARLY_TRIGGER = (
-    "    kgen::launch_dependents();  // mla_combine may start now: it waits for this whole grid\n"
+LATE_TRIGGER = (
+    "    kgen::launch_dependents();\n  } else if (num_splits > 1) {\n",
+    "  } else if (num_splits > 1) {\n",
 )
 EDITS = {
     "nocopy": [
@@ -83,23 +84,15 @@ EDITS = {
     "noexp": [
         ('  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));\n', "  y = x;\n"),
     ],
-    "late": [
+    "early": [
+        LATE_TRIGGER,
         (
-            EARLY_TRIGGER,
-            "",
-        ),
-        (
-            "  if (!PDL_COMBINE && num_splits > 1) {  // else mla_combine merges the slots\n",
-            "  kgen::launch_dependents();\n"
-            "  if (!PDL_COMBINE && num_splits > 1) {  // else mla_combine merges the slots\n",
+            "  if (!PDL_COMBINE && num_splits > 1) note_started(p, b);\n",
+            "  if (!PDL_COMBINE && num_splits > 1) note_started(p, b);\n"
+            "  if constexpr (PDL_COMBINE) kgen::launch_dependents();\n",
         ),
     ],
-    "notrig": [
-        (
-            EARLY_TRIGGER,
-            "",
-        ),
-    ],
+    "notrig": [LATE_TRIGGER],
     "nocomb": [
         ("    finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));\n", ""),
     ],

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the device (fifteenth session): where the attention kernel lets mla_combine launch (its
-# start, its end, or at exit: bench/knockout.py's late / notrig edits) on the cases the first
-# pdl_combine A/B split on; then the whole GPU suite.
+# start, its end, or at exit) on the cases the first pdl_combine A/B split on; then the whole
+# GPU suite. Ran when the start was the template's placement, as "base", with the edits then
+# named late and notrig (bench/knockout.py now has the end as the template's, and early).
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
