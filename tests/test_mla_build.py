@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kgen.build
+import kgen.render
 from kgen.arch import ARCHS
-from kgen.mla import Config, ConfigError, Spec, build, layout_for
+from kgen.mla import Config, ConfigError, Spec, build, layout_for, workspace
 from kgen.resources import cubin_arch
 
 from .strategies import configs, raw_configs, specs
@@ -172,6 +173,34 @@ def test_pdl_combine_builds_both_kernels_for_sm120_without_spills(swap_rows):
         assert usage.spill_stores == usage.spill_loads == 0
     assert "mla_combine(" in kernel.source and "mla_combine(" not in fused.source
     assert config.short_name().endswith("_pc") and not fused.config.short_name().endswith("_pc")
+
+
+@settings(max_examples=200)
+@given(
+    batch=st.integers(1, 256),
+    head_groups=st.sampled_from([1, 2, 4, 8, 64, 128]),
+    rows=st.integers(1, 1024),
+    latent_dim=st.sampled_from([16, 64, 192, 512]),
+    splits=st.integers(2, 1024),
+)
+def test_combine_shape_fits_the_merge_kernel(batch, head_groups, rows, latent_dim, splits):
+    """mla_combine reads its column chunks (gridDim.x / ROWS) and slices (blockDim.x / quads)
+    back from its launch shape: every shape must cut the row's float4 columns evenly and stay
+    within the kernel's __launch_bounds__."""
+    source = (kgen.render.template_dir() / "mla/combine_kernel.cuh").read_text()
+    for name in ("COMBINE_THREADS", "COMBINE_LOADS"):
+        declared = re.search(rf"constexpr int {name} = (\d+);", source).group(1)
+        assert int(declared) == getattr(workspace, name)
+    grid, block = workspace.combine_shape(batch, head_groups, rows, latent_dim, splits)
+    quads = latent_dim // 4
+    chunks = grid[0] // rows
+    assert grid == (rows * chunks, head_groups, batch) and quads % chunks == 0
+    per_block = quads // chunks
+    assert block[0] % per_block == 0 and block[1:] == (1, 1)
+    slices = block[0] // per_block
+    assert slices & (slices - 1) == 0 and slices <= 16
+    assert block[0] <= workspace.COMBINE_THREADS
+    assert slices * workspace.COMBINE_LOADS >= splits or slices == 16
 
 
 def test_readme_mma_example_builds_for_sm120():

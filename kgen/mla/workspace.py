@@ -43,10 +43,10 @@ def allocate(
     )
 
 
-COMBINE_LOADS = (
-    8  # slots a thread of mla_combine reads at a time (templates/mla/combine_kernel.cuh)
-)
-COMBINE_THREADS = 512  # mla_combine's block size, at most
+# mla_combine's slots read at a time per thread, and its block size at most (its __launch_bounds__):
+# templates/mla/combine_kernel.cuh's COMBINE_LOADS and COMBINE_THREADS
+COMBINE_LOADS = 8
+COMBINE_THREADS = 512
 COMBINE_BLOCKS = 256  # about two blocks per SM of an H200, to spread the merge's L2 reads
 MIN_COMBINE_THREADS = 32  # a block is at least a warp
 
