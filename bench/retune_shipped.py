@@ -5,7 +5,8 @@ candidates), checked against the float64 oracle and timed with today's code, and
 re-recorded (new code stamp, new trials) in --db. Far cheaper than a full sweep; it finds no new
 configs. `--record` records the winners of an earlier run's DIR/<case>/results.json instead
 (where the device's database did not come back, say). `--open AXIS=V,V` sweeps those values of
-a dense axis instead of the shipped one (e.g. `--open pdl_combine=0,1 --open min_blocks=1,3`).
+an axis instead of the shipped one (e.g. `--open pdl_combine=0,1 --open min_blocks=1,3`; for the
+sparse family, those of its axes).
 
     PYTHONPATH=. python3 bench/retune_shipped.py --out DIR --db DB [--reps N] [--open A=V,V] [CASE]
     python3 bench/retune_shipped.py --record --out DIR --db DB
@@ -65,14 +66,17 @@ def pinned_sparse_axes(config: SparseConfig) -> SparseAxes:
         gather_bytes=(config.gather_bytes,),
         dequant=(config.dequant,),
         min_blocks=(config.min_blocks,),
+        pdl_combine=(config.pdl_combine,),
     )
 
 
 def pinned_options(config, db: Path, reps: int, opened: dict) -> SweepOptions:
-    """Sweep options whose space is `config` alone, in its family's axes (dense: with the
-    `opened` axes' values instead of its own)."""
+    """Sweep options whose space is `config` alone, in its family's axes, with the `opened` axes'
+    values instead of its own (those of the family's axes)."""
     if isinstance(config, SparseConfig):
-        return SweepOptions(sparse_axes=pinned_sparse_axes(config), db_path=db, reps=reps)
+        axes = pinned_sparse_axes(config)
+        axes = dataclasses.replace(axes, **{k: v for k, v in opened.items() if hasattr(axes, k)})
+        return SweepOptions(sparse_axes=axes, db_path=db, reps=reps)
     axes = dataclasses.replace(pinned_axes(config), **opened)
     return SweepOptions(axes=axes, db_path=db, reps=reps)
 
@@ -94,7 +98,7 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--record", action="store_true", help="record --out's results only")
     parser.add_argument("--family", choices=("dense", "sparse"), help="only this family's cases")
-    parser.add_argument("--open", action="append", default=[], help="AXIS=V,V: dense axis values")
+    parser.add_argument("--open", action="append", default=[], help="AXIS=V,V: axis values")
     args = parser.parse_args()
     opened = parse_open(args.open)
     grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}

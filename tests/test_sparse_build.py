@@ -139,6 +139,15 @@ def test_refusals_name_field_and_reason(spec, config, field, reason):
         sparse_layout_for(spec, config, SM120)
 
 
+def test_pdl_combine_needs_sm90_and_builds_both_kernels_for_sm120():
+    with pytest.raises(SparseConfigError, match=r"SparseConfig\.pdl_combine=1: .*sm_90 or later"):
+        sparse_layout_for(SparseSpec(heads=16), SparseConfig(pdl_combine=1), ARCHS["sm_80"])
+    kernel = build_sparse(SparseSpec(heads=16), SparseConfig(pdl_combine=1, min_blocks=1), "sm_120")
+    assert kernel.binary.program.entry_points == ("mla_sparse_attention", "mla_combine")
+    for usage in kernel.binary.usage.values():
+        assert usage.spill_stores == usage.spill_loads == 0
+
+
 def test_sm90_takes_what_sm120_cannot():
     config = SparseConfig(heads_per_block=32, num_warps=8, block_n=32, smem_stages=3)
     sparse_layout_for(SparseSpec(heads=32), config, ARCHS["sm_90"])

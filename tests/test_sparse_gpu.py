@@ -77,6 +77,7 @@ def sparse_configs(draw, spec: SparseSpec):
         col_groups=draw(st.sampled_from([c for c in (1, 2, 4, 8) if c <= warps])),
         dequant=dequant,
         min_blocks=draw(st.sampled_from([0, 1])),
+        pdl_combine=draw(st.sampled_from([0, 0, 1])),
     )
     try:
         for arch in (native(), resolve_arch("sm_120")):
@@ -195,7 +196,12 @@ def test_empty_rows_invalid_slots_and_validate(kv_format):
     num_slots = w.kv_cache.shape[0] * w.kv_cache.shape[1]
     w.indices[0, 1] = -1  # sees nothing: out 0, lse -inf
     w.indices[2, 0, 49] = num_slots  # out of range: NaN row
-    for config in (SparseConfig(kv_splits=1), SparseConfig(kv_splits=64)):  # 64 > 4 tiles
+    configs = (  # 64 splits > 4 tiles; the merge fused or a kernel of its own
+        SparseConfig(kv_splits=1),
+        SparseConfig(kv_splits=64),
+        SparseConfig(kv_splits=64, pdl_combine=1),
+    )
+    for config in configs:
         out, lse = run_poisoned(build_sparse(spec, config, "native"), w)
         assert torch.all(out[0, 1] == 0) and torch.all(lse[0, 1] == float("-inf"))
         assert out[2, 0].isnan().all() and lse[2, 0].isnan().all()

@@ -114,28 +114,13 @@ class Runner:
         )
         self._set_planned_strides()
         self._launch = self._packed_launch((splits, head_groups, b)) if b else None
-        # pdl_combine: the merge of the splits' partials, launched right after the attention kernel
-        self._combine = (
-            self._combine_launch(b, head_groups, splits)
-            if b and splits > 1 and config.pdl_combine
-            else None
-        )
+        self._combine = combine_launch(self.kernel, b, head_groups, self._index, self._params)
 
     def _packed_launch(self, grid: tuple[int, int, int]) -> PackedLaunch:
         layout = self.kernel.layout
         kernel = load_module(self.kernel.binary, self._index)[ATTENTION]
         return PackedLaunch(
             kernel, grid, (layout.threads, 1, 1), layout.dynamic_smem, self._index, self._params
-        )
-
-    def _combine_launch(self, batch: int, head_groups: int, splits: int) -> DependentLaunch:
-        rows = self.kernel.layout.rows
-        grid, block = workspace.combine_shape(
-            batch, head_groups, rows, self.spec.latent_dim, splits
-        )
-        kernel = load_module(self.kernel.binary, self._index)[COMBINE]
-        return DependentLaunch(
-            kernel, grid, block, self._index, (self._params, ctypes.c_int(splits))
         )
 
     def _set_planned_strides(self) -> None:
@@ -315,6 +300,20 @@ class Runner:
         tensors += [("seq_lens", seq_lens), ("mask", mask)]
         inputs = [(name, *extent(t)) for name, t in tensors if isinstance(t, torch.Tensor)]
         refuse_overlap([("out", *extent(out)), ("lse", *extent(lse))], inputs)
+
+
+def combine_launch(kernel, groups: int, head_groups: int, device: int, params):
+    """The launch of a pdl_combine kernel's merge (mla_combine) for `groups` sequences (dense) or
+    query tokens (sparse) of `head_groups` head groups each, sent right after the attention
+    kernel; None where there is nothing to merge (one split, no rows) or the merge is fused."""
+    config = kernel.config
+    if not (groups and config.kv_splits > 1 and config.pdl_combine):
+        return None
+    grid, block = workspace.combine_shape(
+        groups, head_groups, kernel.layout.rows, kernel.spec.latent_dim, config.kv_splits
+    )
+    merge = load_module(kernel.binary, device)[COMBINE]
+    return DependentLaunch(merge, grid, block, device, (params, ctypes.c_int(config.kv_splits)))
 
 
 def _own_memory(device: torch.device, allocate):

@@ -164,6 +164,7 @@ def _run(args) -> int:
         num_warps=tuple(args.num_warps),
         col_groups=tuple(args.col_groups),
         min_blocks=tuple(args.min_blocks),
+        pdl_combine=tuple(args.pdl_combine),
         gather_bytes=tuple(args.gather_bytes),
         dequant=tuple(args.dequant),
         **(

@@ -32,6 +32,7 @@ class SparseAxes:
     gather_bytes: tuple[int, ...] = (8, 16)
     dequant: tuple[str, ...] = ("shared", "registers")
     min_blocks: tuple[int, ...] = (0, 1)
+    pdl_combine: tuple[int, ...] = (0,)  # opt-in (kgen sweep --pdl-combine 0 1): sm_90 and later
 
 
 def enumerate_sparse_configs(spec: SparseSpec, axes: SparseAxes = SparseAxes()) -> list:
@@ -52,6 +53,7 @@ def enumerate_sparse_configs(spec: SparseSpec, axes: SparseAxes = SparseAxes()) 
             gather_bytes=g,
             dequant=d,
             min_blocks=b,
+            pdl_combine=pc,
         )
         for h in hpbs
         for w in axes.num_warps
@@ -60,6 +62,7 @@ def enumerate_sparse_configs(spec: SparseSpec, axes: SparseAxes = SparseAxes()) 
         for d, st, n in pipelines
         for g in axes.gather_bytes
         for b in axes.min_blocks
+        for pc in axes.pdl_combine
     ]
 
 

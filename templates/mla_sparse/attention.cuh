@@ -267,7 +267,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
 
   const int split = blockIdx.x, num_splits = gridDim.x, bt = blockIdx.z;
   const Lane ln;
-  if (num_splits > 1) note_started(p, bt);  // first: the combine counts the started blocks
+  if (!PDL_COMBINE && num_splits > 1) note_started(p, bt);  // first: the combine counts the started blocks
   const int* slots = index_row(p, bt);
 
   // q: this warp's A fragments of its k steps in registers, or the block's rows in shared memory
@@ -397,7 +397,9 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
         else p.ws_lse[slot_base + r] = fin.lse();
       }
     }
-  if (num_splits > 1) {
+  if constexpr (PDL_COMBINE) {
+    kgen::launch_dependents();  // mla_combine may launch once every block is here (see mla/mma/kernel.cuh)
+  } else if (num_splits > 1) {
     __syncthreads();  // the tiles and scores are no longer read: the combine reuses them
     finish_split<NUM_THREADS>(p, bt, num_splits, reinterpret_cast<float*>(smem));
   }

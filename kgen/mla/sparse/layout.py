@@ -84,6 +84,12 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
         refuse("smem_stages", "dequant='registers' double-buffers the dequantized tile: 2")
     if config.dequant == "shared" and config.smem_stages < 2:
         refuse("smem_stages", "the cp.async gather pipeline needs at least 2 stages")
+    if config.pdl_combine and arch.compute_capability < (9, 0):
+        refuse(
+            "pdl_combine",
+            "programmatic dependent launch (griddepcontrol) needs sm_90 or later: take 0 (the "
+            "merge fused into the attention kernel)",
+        )
     if config.min_blocks * threads > arch.max_threads_per_sm:
         refuse(
             "min_blocks",

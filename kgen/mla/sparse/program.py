@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ctypes
 
-from kgen.mla.program import shape_values
+from kgen.mla.program import COMBINE, shape_values
 from kgen.mla.sparse.layout import SparseLayout
 from kgen.mla.sparse.spec import DEQUANTS, KV_FORMATS, SparseConfig, SparseSpec
 from kgen.render import CStruct, Program, render_program
@@ -71,6 +71,7 @@ def template_values(spec: SparseSpec, config: SparseConfig, layout: SparseLayout
         "min_blocks": config.min_blocks,
         "q_in_registers": layout.q_in_registers,
         "smem_bytes": layout.main_smem,
+        "pdl_combine": bool(config.pdl_combine),
     }
 
 
@@ -89,7 +90,7 @@ def sparse_program(spec: SparseSpec, config: SparseConfig, layout: SparseLayout)
         name=f"mla_{spec.short_name()}_{config.short_name()}",
         template=TEMPLATE,
         values=template_values(spec, config, layout),
-        entry_points=(ATTENTION,),
+        entry_points=(ATTENTION, COMBINE) if config.pdl_combine else (ATTENTION,),
         meta={
             "family": "mla_sparse",
             "spec": compiled_spec(spec),

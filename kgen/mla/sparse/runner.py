@@ -20,7 +20,13 @@ import torch
 from kgen.launch import PackedLaunch, load_module
 from kgen.mla import workspace
 from kgen.mla.inputs import check_tensor, extent, refuse_overlap
-from kgen.mla.runner import _own_memory, current_device, current_stream, runners
+from kgen.mla.runner import (
+    _own_memory,
+    combine_launch,
+    current_device,
+    current_stream,
+    runners,
+)
 from kgen.mla.sparse import fp8
 from kgen.mla.sparse.inputs import (
     MAX_TOKENS,
@@ -92,6 +98,7 @@ class SparseRunner:
         )
         self._set_planned_strides()
         self._launch = self._packed_launch((splits, head_groups, tokens)) if tokens else None
+        self._combine = combine_launch(self.kernel, tokens, head_groups, self._index, self._params)
 
     def _set_planned_strides(self) -> None:
         """The strides of contiguous tensors of the planned shapes (the cache's in bytes)."""
@@ -175,11 +182,16 @@ class SparseRunner:
             return out, lse
         stream = current_stream(index)
         if current_device() == index:
-            self._launch.launch(stream)
+            self._send(stream)
         else:  # like a torch op, run on the tensors' device whatever the current one is
             with torch.cuda.device(index):
-                self._launch.launch(stream)
+                self._send(stream)
         return out, lse
+
+    def _send(self, stream: int) -> None:
+        self._launch.launch(stream)
+        if self._combine is not None:  # pdl_combine: the merge follows
+            self._combine.launch(stream)
 
     def _bind_checked(self, q, kv_cache, indices, out, lse) -> None:
         """Every check (InputError naming the tensor), then every pointer and stride."""

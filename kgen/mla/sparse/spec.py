@@ -74,6 +74,9 @@ class SparseConfig(Params):
       values in shared memory; 'registers': global loads into registers (one tile ahead),
       dequantized there and stored as the 16-bit tile ldmatrix reads.
     min_blocks: blocks per SM the registers must allow (__launch_bounds__; 0: ptxas decides).
+    pdl_combine: sm_90 or later: 1 merges the splits' partials in a kernel of their own
+      (templates/mla/combine_kernel.cuh, the dense family's), launched after the attention kernel
+      with programmatic dependent launch, instead of inside it.
     """
 
     heads_per_block: int = 16
@@ -85,6 +88,7 @@ class SparseConfig(Params):
     col_groups: int = 4
     dequant: str = "shared"
     min_blocks: int = 0
+    pdl_combine: int = 0
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
@@ -99,10 +103,12 @@ class SparseConfig(Params):
         self._require_int("col_groups", 1, 32)
         self._require_choice("dequant", DEQUANTS)
         self._require_int("min_blocks", 0, 32)
+        self._require_int("pdl_combine", 0, 1)
 
     def short_name(self) -> str:
         blocks = f"_mb{self.min_blocks}" if self.min_blocks else ""
+        pdl = "_pc" if self.pdl_combine else ""
         return (
             f"hb{self.heads_per_block}_n{self.block_n}_st{self.smem_stages}_g{self.gather_bytes}"
-            f"_w{self.num_warps}_c{self.col_groups}_{self.dequant[:3]}{blocks}"
+            f"_w{self.num_warps}_c{self.col_groups}_{self.dequant[:3]}{blocks}{pdl}"
         )
