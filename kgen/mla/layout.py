@@ -41,6 +41,16 @@ def refuser(spec, config, arch: Arch, error: type[ConfigError] = ConfigError):
     return refuse
 
 
+def refuse_pdl_below_sm90(config, arch: Arch, refuse) -> None:
+    """pdl_combine's refusal (both tensor-core families): griddepcontrol needs sm_90 or later."""
+    if config.pdl_combine and arch.compute_capability < (9, 0):
+        refuse(
+            "pdl_combine",
+            "programmatic dependent launch (griddepcontrol) needs sm_90 or later: take 0 (the "
+            "merge fused into the attention kernel)",
+        )
+
+
 def mma_warp_grid(latent_dim: int, config, rows: int, refuse) -> tuple[int, int, int]:
     """(m_tiles, row_groups, warp_m) of the tensor-core paths' warp grid: num_warps /
     col_groups row groups share `rows` rows padded to m16 tiles, col_groups split the output

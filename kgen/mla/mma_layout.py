@@ -12,7 +12,13 @@ import math
 from dataclasses import dataclass
 
 from kgen.arch import Arch
-from kgen.mla.layout import combine_smem, mma_warp_grid, refuser, swizzled_row_bytes
+from kgen.mla.layout import (
+    combine_smem,
+    mma_warp_grid,
+    refuse_pdl_below_sm90,
+    refuser,
+    swizzled_row_bytes,
+)
 from kgen.mla.spec import Config, Spec
 
 MAX_BLOCK_N = 64  # the draft scan keeps one bit per position in a 64-bit word
@@ -116,12 +122,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
             refuse("col_groups", "swap_rows has one row group: col_groups must equal num_warps")
         if (spec.latent_dim // 16) % config.col_groups:
             refuse("col_groups", f"must split the {spec.latent_dim} output dims into m16 pieces")
-    if config.pdl_combine and arch.compute_capability < (9, 0):
-        refuse(
-            "pdl_combine",
-            "programmatic dependent launch (griddepcontrol) needs sm_90 or later: take 0 (the "
-            "merge fused into the attention kernel)",
-        )
+    refuse_pdl_below_sm90(config, arch, refuse)
     if config.qk_ahead and config.smem_stages < 3:
         refuse(
             "smem_stages",

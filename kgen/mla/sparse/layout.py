@@ -10,7 +10,14 @@ import math
 from dataclasses import dataclass
 
 from kgen.arch import Arch
-from kgen.mla.layout import ConfigError, combine_smem, mma_warp_grid, padded_row_bytes, refuser
+from kgen.mla.layout import (
+    ConfigError,
+    combine_smem,
+    mma_warp_grid,
+    padded_row_bytes,
+    refuse_pdl_below_sm90,
+    refuser,
+)
 from kgen.mla.sparse import fp8
 from kgen.mla.sparse.spec import SparseConfig, SparseSpec
 
@@ -84,12 +91,7 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
         refuse("smem_stages", "dequant='registers' double-buffers the dequantized tile: 2")
     if config.dequant == "shared" and config.smem_stages < 2:
         refuse("smem_stages", "the cp.async gather pipeline needs at least 2 stages")
-    if config.pdl_combine and arch.compute_capability < (9, 0):
-        refuse(
-            "pdl_combine",
-            "programmatic dependent launch (griddepcontrol) needs sm_90 or later: take 0 (the "
-            "merge fused into the attention kernel)",
-        )
+    refuse_pdl_below_sm90(config, arch, refuse)
     if config.min_blocks * threads > arch.max_threads_per_sm:
         refuse(
             "min_blocks",
