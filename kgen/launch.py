@@ -170,10 +170,12 @@ class DependentLaunch:
             check((err,), f"cuKernelGetFunction({self.kernel.name})")
             self._function = function
         self._config.hStream = cu_stream(stream)
-        check(
-            driver.cuLaunchKernelEx(self._config, self._function, self._argv_address, 0),
-            f"cuLaunchKernelEx({self.kernel.name}, grid={self.grid}, block={self.block}, PDL)",
-        )
+        (err,) = driver.cuLaunchKernelEx(self._config, self._function, self._argv_address, 0)
+        if err != _SUCCESS:  # the message is formatted only then: this is the per-call path
+            check(
+                (err,),
+                f"cuLaunchKernelEx({self.kernel.name}, grid={self.grid}, block={self.block}, PDL)",
+            )
 
 
 class Module:
