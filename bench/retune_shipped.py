@@ -51,6 +51,7 @@ def pinned_axes(config: Config) -> Axes:
         split_softmax=(config.split_softmax,),
         swap_rows=(config.swap_rows,),
         pdl_combine=(config.pdl_combine,),
+        specialize=(config.specialize,),
     )
 
 

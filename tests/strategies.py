@@ -61,6 +61,15 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
                 swap_rows=1,
                 **shared,
             )
+        if warps > 1 and draw(st.sampled_from([0, 0, 0, 1])):
+            # warps in two roles (specialize): one row group each, the split softmax
+            return Config(
+                heads_per_block=draw(st.sampled_from(divisors(spec.heads))),
+                col_groups=warps // 2,
+                split_softmax=1,
+                specialize=1,
+                **{**shared, "qk_ahead": 0, "smem_stages": draw(st.integers(3, 4))},
+            )
         split_reduce = draw(st.sampled_from([0, 1])) if warps > 1 else 0
         return Config(
             heads_per_block=draw(st.sampled_from(divisors(spec.heads))),

@@ -26,6 +26,10 @@ INTERFACE_CONFIG = Config(
     heads_per_block=8, kv_splits=16, vec_width=8, smem_stages=2, num_warps=4, block_n=32
 )
 MMA = Config(heads_per_block=8, compute="mma", num_warps=4, col_groups=4, block_n=16, smem_stages=2)
+# warps in two roles (specialize): 8 warps, 4 column groups per role, the split softmax
+WS = replace(
+    MMA, heads_per_block=8, num_warps=8, col_groups=4, smem_stages=3, split_softmax=1, specialize=1
+)
 
 
 def test_interface_example_builds_without_a_gpu():
@@ -147,6 +151,16 @@ def compiler_disabled():
         (Spec(heads=8), replace(MMA, swap_rows=1, split_softmax=1), "swap_rows", "whole softmax"),
         (Spec(heads=8), replace(MMA, num_warps=8, swap_rows=1), "col_groups", "equal num_warps"),
         (Spec(heads=8), Config(pdl_combine=1), "pdl_combine", "'mma' only"),
+        (Spec(heads=8), Config(specialize=1), "specialize", "'mma' only"),
+        (Spec(heads=8), replace(WS, split_softmax=0), "split_softmax", "take 1"),
+        (Spec(heads=8), replace(WS, smem_stages=2), "smem_stages", "at least 3 stages"),
+        (
+            Spec(heads=8, q_len=4, mask="causal"),
+            replace(WS, col_groups=2),
+            "col_groups",
+            "col_groups = 4",
+        ),
+        (Spec(heads=8), replace(WS, qk_ahead=1), "qk_ahead", "take 0"),
     ],
 )
 def test_refusals_name_field_and_reason(spec, config, field, reason):
@@ -173,6 +187,21 @@ def test_pdl_combine_builds_both_kernels_for_sm120_without_spills(swap_rows):
         assert usage.spill_stores == usage.spill_loads == 0
     assert "mla_combine(" in kernel.source and "mla_combine(" not in fused.source
     assert config.short_name().endswith("_pc") and not fused.config.short_name().endswith("_pc")
+
+
+def test_specialize_builds_for_sm120_without_spills():
+    """specialize: the two-role kernel entry (mla/mma/specialized.cuh), one row group per role,
+    two score buffers; it fits sm_120 without spills, and a one-role build of the same tile
+    shape has the other entry."""
+    spec = Spec(heads=16, q_len=1, dtype="bfloat16", page_size=64)
+    kernel = build(spec, WS, "sm_120")
+    one_role = build(spec, replace(WS, specialize=0, num_warps=4), "sm_120")
+    usage = kernel.binary.usage["mla_attention"]
+    assert usage.spill_stores == usage.spill_loads == 0
+    assert "hand_off()" in kernel.source and "hand_off()" not in one_role.source
+    assert kernel.layout.threads == 256 and kernel.layout.row_groups == 1
+    assert kernel.layout.score_bytes > one_role.layout.score_bytes  # double-buffered partials
+    assert WS.short_name().endswith("_ss_ws")
 
 
 @settings(max_examples=200)

@@ -147,6 +147,8 @@ def plan_fma(spec: Spec, config: Config, arch: Arch) -> Layout:
         refuse("swap_rows", "applies to compute='mma' only; the FMA path takes 0")
     if config.pdl_combine:
         refuse("pdl_combine", "applies to compute='mma' only; the FMA path takes 0")
+    if config.specialize:
+        refuse("specialize", "applies to compute='mma' only; the FMA path takes 0")
     if spec.heads % config.heads_per_block:
         refuse("heads_per_block", f"must divide heads={spec.heads}")
     if vec * esize > MAX_LOAD_BYTES:

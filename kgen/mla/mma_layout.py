@@ -9,7 +9,7 @@ pruning hint for the sweep.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kgen.arch import Arch
 from kgen.mla.layout import (
@@ -123,6 +123,8 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         if (spec.latent_dim // 16) % config.col_groups:
             refuse("col_groups", f"must split the {spec.latent_dim} output dims into m16 pieces")
     refuse_pdl_below_sm90(config, arch, refuse)
+    if config.specialize:
+        _refuse_unspecializable(config, refuse)
     if config.qk_ahead and config.smem_stages < 3:
         refuse(
             "smem_stages",
@@ -137,15 +139,27 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
             f"{config.min_blocks} blocks of {threads} threads exceed {arch.name}'s "
             f"{arch.max_threads_per_sm} threads per SM",
         )
-    if threads % config.block_n:
-        refuse("block_n", f"must divide the {threads} threads (each position is copied by as many)")
+    # With specialize, the q role's half of the threads copies and each role is a warp grid
+    role = replace(config, num_warps=config.num_warps // 2) if config.specialize else config
+    copiers = role.num_warps * 32
+    if copiers % config.block_n:
+        copying = " of the q role" if config.specialize else ""
+        refuse(
+            "block_n",
+            f"must divide the {copiers} threads{copying} (each position is copied by as many)",
+        )
     cols = config.col_groups
-    m_tiles, row_groups, warp_m = mma_warp_grid(spec.latent_dim, config, rows, refuse)
+    m_tiles, row_groups, warp_m = mma_warp_grid(spec.latent_dim, role, rows, refuse)
+    if config.specialize and row_groups != 1:
+        refuse(
+            "col_groups", f"specialize makes each role one row group: col_groups = {role.num_warps}"
+        )
 
     row_bytes = swizzled_row_bytes(spec.head_dim)
     warp_k = math.ceil(spec.head_dim // 16 / cols)
     q_steps = warp_k if warp_m * warp_k * 4 <= Q_REGISTER_LIMIT else 0
-    if q_steps and arch.regs_per_sm // (threads * max(config.min_blocks, 1)) <= TIGHT_REGISTERS:
+    tight = arch.regs_per_sm // (threads * max(config.min_blocks, 1)) <= TIGHT_REGISTERS
+    if q_steps and tight and not config.specialize:  # (the q role holds no output)
         q_steps = spec.latent_dim // 16 // cols  # the rope k steps from shared memory
     if config.swap_rows:  # q^T B fragments, 2 registers a k step, all in registers
         q_steps = warp_k
@@ -155,7 +169,8 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     q_bytes = m_tiles * 16 * (q_chunks if q_chunks % 2 or not q_chunks else q_chunks + 1) * 16
     stage_bytes = config.smem_stages * config.block_n * row_bytes
     s_stride = config.block_n + (24 - config.block_n % 16) % 16
-    score_bytes = (2 if config.qk_ahead else 1) * cols * m_tiles * 16 * s_stride * 4
+    score_buffers = 2 if config.qk_ahead or config.specialize else 1
+    score_bytes = score_buffers * cols * m_tiles * 16 * s_stride * 4
     if config.split_softmax:  # 16-bit P, then a rescale factor (later m) and l per row
         score_bytes += m_tiles * 16 * ((config.block_n + 8) * 2 + 2 * 4)
     smem = q_bytes + stage_bytes + score_bytes + 16
@@ -198,10 +213,33 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     )
 
 
+def _refuse_unspecializable(config: Config, refuse) -> None:
+    """specialize's refusals: two roles of whole warp grids, the split softmax."""
+    if config.num_warps < 2:
+        refuse("num_warps", "specialize splits the warps in two roles: at least 2")
+    if not config.split_softmax:
+        refuse("split_softmax", "specialize's softmax role shares P through shared memory: take 1")
+    if config.qk_ahead:
+        refuse("qk_ahead", "specialize computes q.K^T ahead in a role of its own: take 0")
+    if config.swap_rows:
+        refuse("swap_rows", "specialize takes the row path: swap_rows = 0")
+    if config.smem_stages < 3:
+        refuse(
+            "smem_stages",
+            "specialize keeps tiles i - 1 (P.V) and i + 1 (q.K^T) resident while the next loads: "
+            "at least 3 stages",
+        )
+
+
 def _row_registers(
     config: Config, warp_m: int, o_tiles: int, n_tiles: int, q_registers: int
 ) -> int:
-    """The register estimate of the row path (rows on the m16 side)."""
+    """The register estimate of the row path (rows on the m16 side); with specialize the larger
+    of the two roles' (the q role holds q and the scores, the softmax role the output)."""
+    if config.specialize:
+        q_role = max(q_registers, warp_m * 4) + warp_m * n_tiles * 4 + 4 + REGISTER_OVERHEAD
+        v_role = warp_m * o_tiles * 4 + warp_m * 4 + 4 + warp_m * 8 + REGISTER_OVERHEAD
+        return max(q_role, v_role)
     return (
         warp_m * o_tiles * 4  # the output accumulator
         + (2 if config.qk_ahead else 1) * warp_m * n_tiles * 4  # scores (and the next tile's)

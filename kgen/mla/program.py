@@ -103,6 +103,7 @@ def template_values(spec: Spec, config: Config, layout: Layout | MMALayout) -> d
             "split_softmax": bool(config.split_softmax),
             "swap_rows": bool(config.swap_rows),
             "pdl_combine": bool(config.pdl_combine),
+            "specialize": bool(config.specialize),
             # the swapped path masks nothing: plan_mma admits only masks that hide nothing
             "mask_kind": MASK_KINDS["none"] if config.swap_rows else values["mask_kind"],
             "q_register_steps": layout.q_register_steps,

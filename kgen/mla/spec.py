@@ -120,6 +120,11 @@ class Config(Params):
       dependent launch, instead of inside it: the attention kernel carries no merge code (its
       registers and schedule are the loop's alone) and the merge can spread over more blocks and
       loads in flight. Two launches per call where kv_splits > 1 (one in a CUDA graph).
+    specialize: mma only: 1 gives the block's warps two roles (templates/mla/mma/specialized.cuh):
+      the first num_warps / 2 copy the KV tiles and compute q.K^T's partial scores, the others run
+      the softmax and P.V a tile behind, so that the two phases of consecutive tiles overlap on
+      different warps; each role is one row group of col_groups = num_warps / 2 warps. Needs
+      split_softmax, and excludes qk_ahead and swap_rows.
     """
 
     heads_per_block: int = 1
@@ -136,6 +141,7 @@ class Config(Params):
     split_softmax: int = 0
     swap_rows: int = 0
     pdl_combine: int = 0
+    specialize: int = 0
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
@@ -158,6 +164,7 @@ class Config(Params):
         self._require_int("split_softmax", 0, 1)
         self._require_int("swap_rows", 0, 1)
         self._require_int("pdl_combine", 0, 1)
+        self._require_int("specialize", 0, 1)
 
     def short_name(self) -> str:
         name = (
@@ -172,4 +179,5 @@ class Config(Params):
         softmax = "_ss" if self.split_softmax else ""
         swap = "_sw" if self.swap_rows else ""
         pdl = "_pc" if self.pdl_combine else ""
-        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{reduce}{softmax}{swap}{pdl}"
+        roles = "_ws" if self.specialize else ""
+        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{reduce}{softmax}{swap}{pdl}{roles}"

@@ -23,6 +23,7 @@ MMA_AXES = {
     "swap_rows": "1 = the rows (at most 8) on the n8 side of both products, not padded to m16",
     "pdl_combine": "1 = the split-KV merge in a kernel of its own, launched with programmatic "
     "dependent launch (sm_90 and later)",
+    "specialize": "1 = warps in two roles: q.K^T and the copies, softmax and P.V a tile behind",
 }
 
 

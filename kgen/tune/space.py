@@ -38,6 +38,7 @@ class Axes:
     split_softmax: tuple[int, ...] = (0, 1)
     swap_rows: tuple[int, ...] = (0, 1)
     pdl_combine: tuple[int, ...] = (0,)  # opt-in (kgen sweep --pdl-combine 0 1): sm_90 and later
+    specialize: tuple[int, ...] = (0,)  # opt-in (kgen sweep --specialize 0 1)
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,7 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                 split_softmax=f,
                 swap_rows=sw,
                 pdl_combine=pc,
+                specialize=ws,
             )
             for h in hpbs
             for w in axes.num_warps
@@ -148,6 +150,8 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
             for sw in axes.swap_rows
             if not sw or (c == w and not r and not f and h * spec.q_len <= 8 and spec.masks_nothing)
             for pc in axes.pdl_combine
+            for ws in axes.specialize
+            if not ws or (2 * c == w and f and not a and not sw and st >= 3)
         ]
     return configs
 

@@ -28,6 +28,13 @@
 // (partial scores double-buffered; tiles i and i + 1 stay resident while later ones load, hence
 // STAGES >= 3).
 //
+// With SPECIALIZE, the block's warps take one of two roles (mla/mma/specialized.cuh): the first
+// half copy the KV tiles, compute q.K^T's partial scores and scan the drafts (the q role), the
+// other half run the softmax and P.V and hold the output (the v role), a tile behind, so that
+// the two phases of different tiles overlap on different warps. Each role is a ROW_GROUPS x
+// COL_GROUPS grid of ROLE_WARPS warps of its own; the helpers below take their thread counts and
+// barriers from the role.
+//
 // Tensor cores compute 0 * Inf = NaN, so a masked position whose V holds Inf or NaN would leak
 // into rows that must not see it. Prefix positions are seen by every row; the draft positions of
 // a tile are scanned, and any such position is folded in exactly with scalar FMAs and zeroed
@@ -38,12 +45,14 @@ namespace mla {
 using Mma = kgen::MmaType<T>;
 
 constexpr int NUM_THREADS = NUM_WARPS * 32;
+constexpr int ROLE_WARPS = SPECIALIZE ? NUM_WARPS / 2 : NUM_WARPS;  // the warps of one role
+constexpr int ROLE_THREADS = ROLE_WARPS * 32;
 constexpr int CHUNKS = HEAD_DIM / 8;                            // 16-byte chunks of a cached row
 constexpr int LATENT_CHUNKS = LATENT_DIM / 8;
 constexpr int ROW_CHUNKS = (CHUNKS + 7) / 8 * 8;               // whole 128-byte groups (see tile_at)
 constexpr int ROW_ELEMS = ROW_CHUNKS * 8;
 constexpr int M_TILES = (ROWS + 15) / 16;
-constexpr int ROW_GROUPS = NUM_WARPS / COL_GROUPS;
+constexpr int ROW_GROUPS = ROLE_WARPS / COL_GROUPS;
 constexpr int WARP_M = M_TILES / ROW_GROUPS;                   // m16 tiles per warp
 constexpr int N_TILES = BLOCK_N / 8;                            // n8 tiles of scores
 constexpr int K_STEPS = HEAD_DIM / 16;
@@ -62,7 +71,7 @@ constexpr int Q_BYTES = M_TILES * 16 * Q_ROW_ELEMS * 2;
 constexpr int TILE_ELEMS = BLOCK_N * ROW_ELEMS;
 constexpr int TILES_OFFSET = Q_BYTES;
 constexpr int SCORE_FLOATS = COL_GROUPS * M_TILES * 16 * S_STRIDE;  // one tile's partial scores
-constexpr int SCORE_BUFFERS = QK_AHEAD ? 2 : 1;
+constexpr int SCORE_BUFFERS = QK_AHEAD || SPECIALIZE ? 2 : 1;
 constexpr int SCORES_OFFSET = TILES_OFFSET + STAGES * TILE_ELEMS * 2;
 constexpr int BAD_OFFSET = SCORES_OFFSET + SCORE_BUFFERS * SCORE_FLOATS * 4;
 constexpr int P_STRIDE = BLOCK_N + 8;  // 16-bit P rows: ldmatrix rows on distinct banks
@@ -82,7 +91,9 @@ static_assert(ROW_GROUPS <= 15, "a named barrier (1 + row group) per row group")
 
 static_assert(sizeof(T) == 2, "the mma path takes 16-bit q and KV");
 static_assert(HEAD_DIM % 16 == 0 && LATENT_DIM % 16 == 0, "head dims must be multiples of 16");
-static_assert(NUM_WARPS % COL_GROUPS == 0 && M_TILES % ROW_GROUPS == 0, "warp grid must tile the rows");
+static_assert(ROLE_WARPS % COL_GROUPS == 0 && M_TILES % ROW_GROUPS == 0, "warp grid must tile the rows");
+static_assert(!SPECIALIZE || (ROW_GROUPS == 1 && SPLIT_SOFTMAX && !QK_AHEAD),
+              "specialized roles: one row group, the split softmax, no q.K ahead");
 static_assert(O_TILES % 2 == 0 && O_TILES * 8 * COL_GROUPS == LATENT_DIM, "column groups must split V in n16 pieces");
 static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 64, "BLOCK_N: a multiple of 16, at most 64");
 static_assert(STAGES >= 2, "the mma path pipelines KV tiles with cp.async");
@@ -125,9 +136,10 @@ struct SwizzledRows {
 
 // This thread's share of every KV tile: position LOAD_POS (one row, so one block-table entry) and
 // its 16-byte chunks LOAD_CHUNK + j * LOAD_THREADS_PER_ROW, at immediate offsets from one address.
-constexpr int LOAD_THREADS_PER_ROW = NUM_THREADS / BLOCK_N;
+// (With SPECIALIZE the q role's threads, 0 .. ROLE_THREADS - 1, copy.)
+constexpr int LOAD_THREADS_PER_ROW = ROLE_THREADS / BLOCK_N;
 constexpr int LOAD_ITEMS = (CHUNKS + LOAD_THREADS_PER_ROW - 1) / LOAD_THREADS_PER_ROW;
-static_assert(NUM_THREADS % BLOCK_N == 0, "every position of a tile is copied by the same number of threads");
+static_assert(ROLE_THREADS % BLOCK_N == 0, "every position of a tile is copied by the same number of threads");
 
 __device__ __forceinline__ int load_pos() { return threadIdx.x / LOAD_THREADS_PER_ROW; }
 
@@ -202,11 +214,16 @@ struct FragRows {
 
 __device__ __forceinline__ int frag_row(int rg, int i, int h, int g) { return (rg * WARP_M + i) * 16 + g + 8 * h; }
 
-// Where this thread sits: row group, column group, and its place in the mma fragments.
+// This thread's index within its role (with SPECIALIZE; else within the block). Unsigned, as
+// threadIdx.x: a signed index would cost the divisions below their fix-ups for negative values.
+__device__ __forceinline__ unsigned role_thread() { return SPECIALIZE ? threadIdx.x % ROLE_THREADS : threadIdx.x; }
+
+// Where this thread sits: row group, column group (within its role), and its place in the mma
+// fragments.
 struct Lane {
   int rg, cg, lane, g, qd;
   __device__ __forceinline__ Lane() {
-    const int warp = threadIdx.x / 32;
+    const int warp = role_thread() / 32;
     lane = threadIdx.x % 32;
     g = lane / 4;
     qd = lane % 4;
@@ -217,8 +234,9 @@ struct Lane {
 
 // A barrier of this thread's row group alone (named barrier 1 + rg; barrier 0 is __syncthreads),
 // with the memory ordering of __syncthreads among its warps. Returns whether any of them passed true.
+// (With SPECIALIZE only the v role's warps take it: barrier 1.)
 __device__ __forceinline__ bool row_group_sync_or(bool pred, const Lane& ln) {
-  if constexpr (ROW_GROUPS == 1) {
+  if constexpr (ROW_GROUPS == 1 && !SPECIALIZE) {
     return __syncthreads_or(pred);
   } else {
     int any;
@@ -239,10 +257,20 @@ using PFrags = unsigned[WARP_M][PV_STEPS][4];
 // can move saves up to 4% (kimi-tp8-decode-long, the verify cases) and costs no dense case.
 constexpr bool MAX_VOTE = true;
 
-// Draft positions of this tile whose V holds Inf or NaN (bit per position), found by all threads.
+// A barrier of this thread's role (the whole block without SPECIALIZE).
+__device__ __forceinline__ void role_sync() {
+  if constexpr (SPECIALIZE) {
+    asm volatile("bar.sync %0, %1;" : : "n"(1), "n"(ROLE_THREADS) : "memory");  // the v role: barrier 1
+  } else {
+    __syncthreads();
+  }
+}
+
+// Draft positions of this tile whose V holds Inf or NaN (bit per position), found by all threads
+// (of the q role, with SPECIALIZE).
 __device__ __forceinline__ bool scan_drafts(const T* tile, int lo, int count, unsigned long long* bad) {
   bool found = false;
-  for (int idx = threadIdx.x; idx < (count - lo) * LATENT_CHUNKS; idx += NUM_THREADS) {
+  for (int idx = role_thread(); idx < (count - lo) * LATENT_CHUNKS; idx += ROLE_THREADS) {
     const int pos = lo + idx / LATENT_CHUNKS, c = idx % LATENT_CHUNKS;
     if (kgen::any_nonfinite<T>(*reinterpret_cast<const uint4*>(tile + tile_at(pos, c)))) {
       atomicOr(bad, 1ull << pos);
@@ -477,14 +505,15 @@ __device__ __forceinline__ void publish_rows(const Slice& sl, float* m_s, float*
 }
 
 // Rare: draft positions holding Inf/NaN in V. Fold them in with scalar FMAs, only into the rows
-// that see them, then zero them so the MMA adds nothing for them. Block-wide (barriers). P comes
+// that see them, then zero them so the MMA adds nothing for them. Role-wide (barriers: the whole
+// block, or with SPECIALIZE the v role, whose own tile the q role no longer reads). P comes
 // from p_h (SPLIT_SOFTMAX), else from the fragments, through the tile's partial scores (p_f), which
 // every warp has read by the first barrier.
 __device__ void fold_bad_drafts(const Params& p, int b, T* tile, int start, int prefix, unsigned long long* bad_s,
                                 float* p_f, const T* p_h, const PFrags& pa, Accum& o, const Lane& ln) {
   const unsigned long long bad = *bad_s;
   if constexpr (!SPLIT_SOFTMAX) {
-    __syncthreads();
+    role_sync();
     if (ln.cg == 0) {
 #pragma unroll
       for (int i = 0; i < WARP_M; ++i)
@@ -496,7 +525,7 @@ __device__ void fold_bad_drafts(const Params& p, int b, T* tile, int start, int 
             *reinterpret_cast<float2*>(p_f + frag_row(ln.rg, i, h, ln.g) * S_STRIDE + 8 * j + 2 * ln.qd) = v;
           }
     }
-    __syncthreads();
+    role_sync();
   }
   for (int n = 0; n < BLOCK_N; ++n) {
     if (!((bad >> n) & 1ull)) continue;
@@ -520,13 +549,13 @@ __device__ void fold_bad_drafts(const Params& p, int b, T* tile, int start, int 
           }
       }
   }
-  __syncthreads();
-  for (int idx = threadIdx.x; idx < BLOCK_N * LATENT_CHUNKS; idx += NUM_THREADS) {
+  role_sync();
+  for (int idx = role_thread(); idx < BLOCK_N * LATENT_CHUNKS; idx += ROLE_THREADS) {
     const int n = idx / LATENT_CHUNKS, c = idx % LATENT_CHUNKS;
     if ((bad >> n) & 1ull) *reinterpret_cast<uint4*>(tile + tile_at(n, c)) = make_uint4(0u, 0u, 0u, 0u);
   }
-  if (threadIdx.x == 0) *bad_s = 0ull;
-  __syncthreads();
+  if (role_thread() == 0) *bad_s = 0ull;
+  role_sync();
 }
 
 // 3. O += P.V over this warp's output columns, one k16 step of positions (A fragments a[i]).

@@ -1,0 +1,163 @@
+// The kernel entry of the row path with warps specialised by phase (SPECIALIZE): the pipeline over
+// the helpers of mla/mma/attention.cuh, in two roles a tile apart.
+//
+// Measured on the H200 (bench/RESULTS.md, fifteenth session): in the one-role loop each warp runs
+// copy -> q.K^T -> partial exchange -> softmax -> P exchange -> P.V as one dependent chain per
+// tile, and removing any part saves what it costs. Here the q role (warps 0 .. ROLE_WARPS - 1)
+// copies the tiles, computes tile i + 1's partial scores and scans its drafts while the v role
+// (the other warps) runs the softmax and P.V of tile i: the chains of two tiles run side by side
+// on different warps.
+//
+// One block barrier per tile (hand_off) hands tiles over. At hand-off i the q role has written tile i's
+// partial scores and draft flags, and tile i + 1 has landed (each q thread waited for its own
+// copies); the v role has finished P.V of tile i - 1, so that tile's stage, partial scores and
+// draft flags are free: the q role then copies tile i + STAGES - 1 into its stage. The v role's
+// own barrier (1, row_group_sync_or) makes P whole; nothing else is shared between its warps.
+
+namespace mla {
+
+// The block barrier between the roles, which reach it at different places in the code: barrier 0
+// (__syncthreads'; every thread takes part) in its non-aligned form, which conditional code may use.
+__device__ __forceinline__ void hand_off() { asm volatile("barrier.sync 0;" : : : "memory"); }
+
+static_assert(SPECIALIZE && SCORE_BUFFERS == 2 && NUM_WARPS == 2 * ROLE_WARPS, "two roles, two score buffers");
+static_assert(STAGES >= 3, "tiles i - 1 (P.V), i + 1 (q.K^T) resident while the next loads");
+
+}  // namespace mla
+
+extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_attention(const mla::Params p) {
+  using namespace mla;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* q_s = reinterpret_cast<T*>(smem);
+  T* tiles = reinterpret_cast<T*>(smem + TILES_OFFSET);
+  float* scores = reinterpret_cast<float*>(smem + SCORES_OFFSET);
+  unsigned long long* bad_s = reinterpret_cast<unsigned long long*>(smem + BAD_OFFSET);
+  T* p_h = reinterpret_cast<T*>(smem + P_OFFSET);
+  float* alpha_s = reinterpret_cast<float*>(smem + ROW_STATE_OFFSET);  // rescale factors, then m
+  float* l_s = alpha_s + M_TILES * 16;
+
+  const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;
+  const Lane ln;
+  const bool q_role = threadIdx.x < ROLE_THREADS;
+  if (!PDL_COMBINE && num_splits > 1) note_started(p, b);
+
+  // q: the q role's A fragments of its first Q_REG_STEPS k steps in registers, the rest of the
+  // rows' columns in shared memory (padding rows are zeros).
+  QFrags qf;
+#pragma unroll
+  for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+    for (int kk = 0; kk < Q_REG_STEPS; ++kk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * (e % 2), ks = kk * COL_GROUPS + ln.cg;
+        const bool inside = q_role && r < ROWS && (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS);
+        qf[i][kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, b, r) + 16 * ks + 2 * ln.qd + 8 * (e / 2))) : 0u;
+      }
+  for (int idx = threadIdx.x; idx < M_TILES * 16 * Q_SMEM_CHUNKS; idx += NUM_THREADS) {
+    const int r = idx / Q_SMEM_CHUNKS, c = idx % Q_SMEM_CHUNKS;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (r < ROWS) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + Q_SMEM_COL + c * 8));
+    *reinterpret_cast<uint4*>(q_s + r * Q_ROW_ELEMS + c * 8) = v;
+  }
+  if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;
+
+  const Range range = split_range<NUM_THREADS, BLOCK_N>(p, b, split, num_splits);  // syncs
+  const int prefix = range.prefix, begin = range.begin, end = range.end;
+  const int num_tiles = (end - begin + BLOCK_N - 1) / BLOCK_N;
+
+  Accum o;
+  Slice sl;
+  if (q_role) {
+    int first[STAGES - 1];  // the prologue's block-table reads all in flight at once
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) first[s] = fetch_page(p, b, begin + s * BLOCK_N, end);
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < num_tiles) TileCopy(p, begin + s * BLOCK_N, end, first[s], tiles + s * TILE_ELEMS).all();
+      kgen::cp_async_commit();
+    }
+    int page = fetch_page(p, b, begin + (STAGES - 1) * BLOCK_N, end);  // of the next tile to copy
+    kgen::cp_async_wait<STAGES - 2>();
+    hand_off();  // tile 0 landed
+    for (int it = 0; it < num_tiles; ++it) {
+      const int start = begin + it * BLOCK_N, next = it + STAGES - 1;
+      qk_partials(tiles + (it % STAGES) * TILE_ELEMS, qf, q_s, scores + (it % 2) * SCORE_FLOATS, TileCopy(), ln);
+      scan_tile(tiles + (it % STAGES) * TILE_ELEMS, start, end, prefix, bad_s + it % 2);
+      kgen::cp_async_wait<STAGES - 3>();
+      hand_off();  // hand-off `it`: tile it's partials written, tile it + 1 landed, tile it - 1 free
+      if (next < num_tiles) TileCopy(p, begin + next * BLOCK_N, end, page, tiles + (next % STAGES) * TILE_ELEMS).all();
+      kgen::cp_async_commit();
+      page = fetch_page(p, b, begin + (next + 1) * BLOCK_N, end);  // used an iteration from now
+    }
+    kgen::cp_async_wait<0>();
+  } else {
+#pragma unroll
+    for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+      for (int j = 0; j < O_TILES; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[i][j][e] = 0.f;
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+      const int r = Slice::row(k, ln);
+      sl.m[k] = -CUDART_INF_F;
+      sl.l[k] = 0.f;
+      sl.drafts[k] = r < ROWS ? draft_bits(p, b, row_token(r)) : 0ull;
+    }
+    hand_off();  // (the q role's: tile 0 landed)
+    for (int it = 0; it < num_tiles; ++it) {
+      T* tile = tiles + (it % STAGES) * TILE_ELEMS;
+      float* partials = scores + (it % 2) * SCORE_FLOATS;
+      unsigned long long* bad = bad_s + it % 2;
+      const int start = begin + it * BLOCK_N, count = min(BLOCK_N, end - start);
+      hand_off();  // hand-off `it`: tile it's partials and draft flags written
+      // The role's P whole; a row's rescale factor is read before its next softmax (barrier between)
+      if (row_group_sync_or(softmax_slice(p, partials, start, count, prefix, sl, p_h, alpha_s, ln), ln)) {
+        rescale_rows(alpha_s, o, ln);
+      }
+      if constexpr (MASK_KIND != MASK_NONE) {
+        const PFrags unused = {};  // (the split softmax's P is in p_h)
+        if (*bad) fold_bad_drafts(p, b, tile, start, prefix, bad, partials, p_h, unused, o, ln);
+      }
+      pv_tile(tile, p_h, o, ln);
+    }
+  }
+  __syncthreads();  // every rescale factor read
+  if (!q_role) publish_rows(sl, alpha_s, l_s, ln);
+  __syncthreads();
+
+  // Results (the v role's): out/lse with one split, else this split's slot of the workspace,
+  // then the combine (here, or with PDL_COMBINE in mla_combine, a kernel of its own).
+  const long long slot = num_splits > 1 ? slot_row(p, b, split, num_splits) : 0;
+  if (!q_role) {
+#pragma unroll
+    for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = frag_row(ln.rg, i, h, ln.g);
+        if (r >= ROWS) continue;
+        const Finish fin(alpha_s[r], l_s[r], range.poisoned);
+#pragma unroll
+        for (int j = 0; j < O_TILES; ++j) {
+          const int d = (ln.cg * O_TILES + j) * 8 + 2 * ln.qd;
+          const float x = fin.apply(o[i][j][2 * h]), y = fin.apply(o[i][j][2 * h + 1]);
+          if (num_splits == 1) {
+            *reinterpret_cast<unsigned*>(out_row(p, b, r) + d) = Mma::pack(x, y);
+          } else {
+            *reinterpret_cast<float2*>(p.ws_o + (slot + r) * LATENT_DIM + d) = make_float2(x, y);
+          }
+        }
+        if (ln.cg == 0 && ln.qd == 0) {
+          if (num_splits == 1) *lse_at(p, b, r) = fin.lse();
+          else p.ws_lse[slot + r] = fin.lse();
+        }
+      }
+  }
+  if constexpr (PDL_COMBINE) {
+    kgen::launch_dependents();  // at the end, as the one-role kernel (mla/mma/kernel.cuh)
+  } else if (num_splits > 1) {
+    __syncthreads();  // the tiles and scores are no longer read: the combine reuses them
+    finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));
+  }
+}
