@@ -124,7 +124,8 @@ class Config(Params):
       the first num_warps / 2 copy the KV tiles and compute q.K^T's partial scores, the others run
       the softmax and P.V a tile behind, so that the two phases of consecutive tiles overlap on
       different warps; each role is one row group of col_groups = num_warps / 2 warps. Needs
-      split_softmax, and excludes qk_ahead and swap_rows.
+      split_softmax and smem_stages >= 3, excludes qk_ahead and swap_rows. Experimental: in no
+      shipped entry (bench/RESULTS.md, sixteenth session).
     """
 
     heads_per_block: int = 1

@@ -16,25 +16,8 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   const Lane ln;
   if (!PDL_COMBINE && num_splits > 1) note_started(p, b);
 
-  // q: this warp's A fragments of its first Q_REG_STEPS k steps in registers, the block's rows'
-  // columns from Q_SMEM_COL on in shared memory (padding rows are zeros).
   QFrags qf;
-#pragma unroll
-  for (int i = 0; i < WARP_M; ++i)
-#pragma unroll
-    for (int kk = 0; kk < Q_REG_STEPS; ++kk)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * (e % 2), ks = kk * COL_GROUPS + ln.cg;
-        const bool inside = r < ROWS && (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS);
-        qf[i][kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, b, r) + 16 * ks + 2 * ln.qd + 8 * (e / 2))) : 0u;
-      }
-  for (int idx = threadIdx.x; idx < M_TILES * 16 * Q_SMEM_CHUNKS; idx += NUM_THREADS) {
-    const int r = idx / Q_SMEM_CHUNKS, c = idx % Q_SMEM_CHUNKS;
-    uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (r < ROWS) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + Q_SMEM_COL + c * 8));
-    *reinterpret_cast<uint4*>(q_s + r * Q_ROW_ELEMS + c * 8) = v;
-  }
+  load_q(p, b, qf, q_s, ln);
   if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;
 
   const Range range = split_range<NUM_THREADS, BLOCK_N>(p, b, split, num_splits);  // syncs
@@ -173,28 +156,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       if (!rows.valid[i][h]) continue;
       const int r = frag_row(ln.rg, i, h, ln.g);
       const Finish fin(SPLIT_SOFTMAX ? alpha_s[r] : st.m[i][h], SPLIT_SOFTMAX ? l_s[r] : sum, range.poisoned);
-#pragma unroll
-      for (int j = 0; j < O_TILES; ++j) {
-        const int d = (ln.cg * O_TILES + j) * 8 + 2 * ln.qd;
-        const float x = fin.apply(o[i][j][2 * h]), y = fin.apply(o[i][j][2 * h + 1]);
-        if (num_splits == 1) {
-          *reinterpret_cast<unsigned*>(out_row(p, b, r) + d) = Mma::pack(x, y);
-        } else {
-          *reinterpret_cast<float2*>(p.ws_o + (slot + r) * LATENT_DIM + d) = make_float2(x, y);
-        }
-      }
-      if (ln.cg == 0 && ln.qd == 0) {
-        if (num_splits == 1) *lse_at(p, b, r) = fin.lse();
-        else p.ws_lse[slot + r] = fin.lse();
-      }
+      write_row(p, b, r, slot, num_splits, fin, o[i], h, ln);
     }
-  if constexpr (PDL_COMBINE) {
-    // mla_combine may launch once every block is here; it waits for the whole grid anyway.
-    // Measured on the H200: 1-4 us faster than letting it launch at the start (its blocks then
-    // sit on the SMs beside this kernel's for the whole loop).
-    kgen::launch_dependents();
-  } else if (num_splits > 1) {
-    __syncthreads();  // the tiles and scores are no longer read: the combine reuses them
-    finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));
-  }
+  end_split(p, b, num_splits, smem);
 }

@@ -41,25 +41,8 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   const bool q_role = threadIdx.x < ROLE_THREADS;
   if (!PDL_COMBINE && num_splits > 1) note_started(p, b);
 
-  // q: the q role's A fragments of its first Q_REG_STEPS k steps in registers, the rest of the
-  // rows' columns in shared memory (padding rows are zeros).
-  QFrags qf;
-#pragma unroll
-  for (int i = 0; i < WARP_M; ++i)
-#pragma unroll
-    for (int kk = 0; kk < Q_REG_STEPS; ++kk)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * (e % 2), ks = kk * COL_GROUPS + ln.cg;
-        const bool inside = q_role && r < ROWS && (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS);
-        qf[i][kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, b, r) + 16 * ks + 2 * ln.qd + 8 * (e / 2))) : 0u;
-      }
-  for (int idx = threadIdx.x; idx < M_TILES * 16 * Q_SMEM_CHUNKS; idx += NUM_THREADS) {
-    const int r = idx / Q_SMEM_CHUNKS, c = idx % Q_SMEM_CHUNKS;
-    uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (r < ROWS) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + Q_SMEM_COL + c * 8));
-    *reinterpret_cast<uint4*>(q_s + r * Q_ROW_ELEMS + c * 8) = v;
-  }
+  QFrags qf;  // the q role's (zeros in the v role's warps)
+  load_q(p, b, qf, q_s, ln, q_role);
   if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;
 
   const Range range = split_range<NUM_THREADS, BLOCK_N>(p, b, split, num_splits);  // syncs
@@ -69,7 +52,9 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   Accum o;
   Slice sl;
   if (q_role) {
-    int first[STAGES - 1];  // the prologue's block-table reads all in flight at once
+    // The prologue of mla/mma/kernel.cuh (inline in each entry: as a helper call it moves the
+    // one-role kernels' SASS, measured with bench/restamp.py, and their tuning entries with it)
+    int first[STAGES - 1];
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) first[s] = fetch_page(p, b, begin + s * BLOCK_N, end);
 #pragma unroll
@@ -117,8 +102,10 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
         rescale_rows(alpha_s, o, ln);
       }
       if constexpr (MASK_KIND != MASK_NONE) {
-        const PFrags unused = {};  // (the split softmax's P is in p_h)
-        if (*bad) fold_bad_drafts(p, b, tile, start, prefix, bad, partials, p_h, unused, o, ln);
+        if (*bad) {
+          const PFrags unused = {};  // (the split softmax's P is in p_h)
+          fold_bad_drafts(p, b, tile, start, prefix, bad, partials, p_h, unused, o, ln);
+        }
       }
       pv_tile(tile, p_h, o, ln);
     }
@@ -136,28 +123,8 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = frag_row(ln.rg, i, h, ln.g);
-        if (r >= ROWS) continue;
-        const Finish fin(alpha_s[r], l_s[r], range.poisoned);
-#pragma unroll
-        for (int j = 0; j < O_TILES; ++j) {
-          const int d = (ln.cg * O_TILES + j) * 8 + 2 * ln.qd;
-          const float x = fin.apply(o[i][j][2 * h]), y = fin.apply(o[i][j][2 * h + 1]);
-          if (num_splits == 1) {
-            *reinterpret_cast<unsigned*>(out_row(p, b, r) + d) = Mma::pack(x, y);
-          } else {
-            *reinterpret_cast<float2*>(p.ws_o + (slot + r) * LATENT_DIM + d) = make_float2(x, y);
-          }
-        }
-        if (ln.cg == 0 && ln.qd == 0) {
-          if (num_splits == 1) *lse_at(p, b, r) = fin.lse();
-          else p.ws_lse[slot + r] = fin.lse();
-        }
+        if (r < ROWS) write_row(p, b, r, slot, num_splits, Finish(alpha_s[r], l_s[r], range.poisoned), o[i], h, ln);
       }
   }
-  if constexpr (PDL_COMBINE) {
-    kgen::launch_dependents();  // at the end, as the one-role kernel (mla/mma/kernel.cuh)
-  } else if (num_splits > 1) {
-    __syncthreads();  // the tiles and scores are no longer read: the combine reuses them
-    finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));
-  }
+  end_split(p, b, num_splits, smem);
 }

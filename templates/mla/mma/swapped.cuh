@@ -264,13 +264,5 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       else p.ws_lse[slot + r] = fin.lse();
     }
   }
-  if constexpr (PDL_COMBINE) {
-    // mla_combine may launch once every block is here; it waits for the whole grid anyway.
-    // Measured on the H200: 1-4 us faster than letting it launch at the start (its blocks then
-    // sit on the SMs beside this kernel's for the whole loop).
-    kgen::launch_dependents();
-  } else if (num_splits > 1) {
-    __syncthreads();  // the tiles and scores are no longer read: the combine reuses them
-    finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));
-  }
+  end_split(p, b, num_splits, smem);
 }
