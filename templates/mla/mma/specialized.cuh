@@ -20,6 +20,20 @@ namespace mla {
 // (__syncthreads'; every thread takes part) in its non-aligned form, which conditional code may use.
 __device__ __forceinline__ void hand_off() { asm volatile("barrier.sync 0;" : : : "memory"); }
 
+// The q role's own barrier (2), taken as often per tile as the v role takes its barrier 1: once
+// (softmax_slice's), and twice more where the tile holds non-finite draft V rows (fold_bad_drafts).
+// Returns whether any q thread passed true.
+__device__ __forceinline__ bool q_role_sync_or(bool pred) {
+  int any;
+  asm volatile(
+      "{\n .reg .pred p, q;\n setp.ne.s32 p, %1, 0;\n bar.red.or.pred q, 2, %2, p;\n selp.s32 %0, 1, 0, q;\n}"
+      : "=r"(any)
+      : "r"(static_cast<int>(pred)), "n"(ROLE_THREADS)
+      : "memory");
+  return any != 0;
+}
+__device__ __forceinline__ void q_role_sync() { asm volatile("bar.sync 2, %0;" : : "n"(ROLE_THREADS) : "memory"); }
+
 static_assert(SPECIALIZE && SCORE_BUFFERS == 2 && NUM_WARPS == 2 * ROLE_WARPS, "two roles, two score buffers");
 static_assert(STAGES >= 3, "tiles i - 1 (P.V), i + 1 (q.K^T) resident while the next loads");
 
@@ -68,8 +82,12 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     for (int it = 0; it < num_tiles; ++it) {
       const int start = begin + it * BLOCK_N, next = it + STAGES - 1;
       qk_partials(tiles + (it % STAGES) * TILE_ELEMS, qf, q_s, scores + (it % 2) * SCORE_FLOATS, TileCopy(), ln);
-      scan_tile(tiles + (it % STAGES) * TILE_ELEMS, start, end, prefix, bad_s + it % 2);
+      const bool found = scan_tile(tiles + (it % STAGES) * TILE_ELEMS, start, end, prefix, bad_s + it % 2);
       kgen::cp_async_wait<STAGES - 3>();
+      if (q_role_sync_or(found)) {
+        q_role_sync();
+        q_role_sync();
+      }
       hand_off();  // hand-off `it`: tile it's partials written, tile it + 1 landed, tile it - 1 free
       if (next < num_tiles) TileCopy(p, begin + next * BLOCK_N, end, page, tiles + (next % STAGES) * TILE_ELEMS).all();
       kgen::cp_async_commit();
