@@ -124,8 +124,9 @@ class Config(Params):
       the first num_warps / 2 copy the KV tiles and compute q.K^T's partial scores, the others run
       the softmax and P.V a tile behind, so that the two phases of consecutive tiles overlap on
       different warps; each role is one row group of col_groups = num_warps / 2 warps. Needs
-      split_softmax and smem_stages >= 3, excludes qk_ahead and swap_rows. Experimental: in no
-      shipped entry (bench/RESULTS.md, sixteenth session).
+      split_softmax and smem_stages >= 3, excludes qk_ahead and swap_rows. Measured on the H200:
+      a few percent faster on memory-bound decode (H <= 16, H = 64 at B = 1), a third slower on
+      the compute-bound shapes (bench/RESULTS.md, sixteenth and seventeenth sessions).
     """
 
     heads_per_block: int = 1

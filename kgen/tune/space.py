@@ -38,7 +38,7 @@ class Axes:
     split_softmax: tuple[int, ...] = (0, 1)
     swap_rows: tuple[int, ...] = (0, 1)
     pdl_combine: tuple[int, ...] = (0,)  # opt-in (kgen sweep --pdl-combine 0 1): sm_90 and later
-    specialize: tuple[int, ...] = (0,)  # opt-in (kgen sweep --specialize 0 1)
+    specialize: tuple[int, ...] = (0, 1)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@
 // copies); the v role has finished P.V of tile i - 1, so that tile's stage, partial scores and
 // draft flags are free: the q role then copies tile i + STAGES - 1 into its stage. The v role's
 // own barrier (1, row_group_sync_or) makes P whole; nothing else is shared between its warps.
+// The q role takes a barrier of its own (2) as often (q_role_sync_or).
 
 namespace mla {
 
@@ -22,7 +23,12 @@ __device__ __forceinline__ void hand_off() { asm volatile("barrier.sync 0;" : : 
 
 // The q role's own barrier (2), taken as often per tile as the v role takes its barrier 1: once
 // (softmax_slice's), and twice more where the tile holds non-finite draft V rows (fold_bad_drafts).
-// Returns whether any q thread passed true.
+// Returns whether any q thread passed true. The hand-offs alone order the roles; this keeps
+// compute-sanitizer's racecheck exact, which orders two threads' shared-memory accesses by how
+// many barriers each has passed: without it racecheck reports 20 "potential WAR" hazards on the
+// sample (P.V's reads of a stage, then its refill, in fact after a hand-off), with it none; with
+// synchronous copies in place of cp.async it still reports them (bench/RESULTS.md, seventeenth
+// session). A role barrier costs the q role, which waits at the hand-off anyway, next to nothing.
 __device__ __forceinline__ bool q_role_sync_or(bool pred) {
   int any;
   asm volatile(
