@@ -9,11 +9,11 @@
 // on different warps.
 //
 // One block barrier per tile (hand_off) hands tiles over. At hand-off i the q role has written tile i's
-// partial scores and draft flags, and tile i + 1 has landed (each q thread waited for its own
-// copies); the v role has finished P.V of tile i - 1, so that tile's stage, partial scores and
-// draft flags are free: the q role then copies tile i + STAGES - 1 into its stage. The v role's
-// own barrier (1, row_group_sync_or) makes P whole; nothing else is shared between its warps.
-// The q role takes a barrier of its own (2) as often (q_role_sync_or).
+// partial scores and draft flags; the v role has finished P.V of tile i - 1, so that tile's stage,
+// partial scores and draft flags are free: the q role then copies tile i + STAGES - 1 into its
+// stage, waits for tile i + 1 and takes its own barrier (2, q_role_sync_or), which makes that tile
+// whole for its q.K^T, while the v role runs tile i. The v role's own barrier (1,
+// row_group_sync_or) makes P whole; nothing else is shared between its warps.
 
 namespace mla {
 
@@ -21,14 +21,14 @@ namespace mla {
 // (__syncthreads'; every thread takes part) in its non-aligned form, which conditional code may use.
 __device__ __forceinline__ void hand_off() { asm volatile("barrier.sync 0;" : : : "memory"); }
 
-// The q role's own barrier (2), taken as often per tile as the v role takes its barrier 1: once
-// (softmax_slice's), and twice more where the tile holds non-finite draft V rows (fold_bad_drafts).
-// Returns whether any q thread passed true. The hand-offs alone order the roles; this keeps
-// compute-sanitizer's racecheck exact, which orders two threads' shared-memory accesses by how
-// many barriers each has passed: without it racecheck reports 20 "potential WAR" hazards on the
-// sample (P.V's reads of a stage, then its refill, in fact after a hand-off), with it none; with
-// synchronous copies in place of cp.async it still reports them (bench/RESULTS.md, seventeenth
-// session). A role barrier costs the q role, which waits at the hand-off anyway, next to nothing.
+// The q role's own barrier (2). Per tile each role takes its own barrier once (the q role after
+// the copies of tile i + 1 landed, the v role in softmax_slice), and twice more where the tile
+// holds non-finite draft V rows (the v role in fold_bad_drafts; the q role only to match). Returns
+// whether any q thread passed true. Equal counts keep compute-sanitizer's racecheck exact, which
+// orders two threads' shared-memory accesses by how many barriers each has passed: with one role
+// taking more, it reports P.V's reads of a stage and its later refill as "potential WAR" hazards
+// (20 on the sample, also with synchronous copies in place of cp.async), none with the counts
+// equal (bench/RESULTS.md, seventeenth session).
 __device__ __forceinline__ bool q_role_sync_or(bool pred) {
   int any;
   asm volatile(
@@ -84,20 +84,20 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     }
     int page = fetch_page(p, b, begin + (STAGES - 1) * BLOCK_N, end);  // of the next tile to copy
     kgen::cp_async_wait<STAGES - 2>();
-    hand_off();  // tile 0 landed
+    q_role_sync_or(false);  // tile 0 landed
     for (int it = 0; it < num_tiles; ++it) {
       const int start = begin + it * BLOCK_N, next = it + STAGES - 1;
       qk_partials(tiles + (it % STAGES) * TILE_ELEMS, qf, q_s, scores + (it % 2) * SCORE_FLOATS, TileCopy(), ln);
       const bool found = scan_tile(tiles + (it % STAGES) * TILE_ELEMS, start, end, prefix, bad_s + it % 2);
-      kgen::cp_async_wait<STAGES - 3>();
-      if (q_role_sync_or(found)) {
-        q_role_sync();
-        q_role_sync();
-      }
-      hand_off();  // hand-off `it`: tile it's partials written, tile it + 1 landed, tile it - 1 free
+      hand_off();  // hand-off `it`: tile it's partials written, tile it - 1 free
       if (next < num_tiles) TileCopy(p, begin + next * BLOCK_N, end, page, tiles + (next % STAGES) * TILE_ELEMS).all();
       kgen::cp_async_commit();
       page = fetch_page(p, b, begin + (next + 1) * BLOCK_N, end);  // used an iteration from now
+      kgen::cp_async_wait<STAGES - 2>();
+      if (q_role_sync_or(found)) {  // tile it + 1 landed (the fold's two barriers matched)
+        q_role_sync();
+        q_role_sync();
+      }
     }
     kgen::cp_async_wait<0>();
   } else {
@@ -114,7 +114,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       sl.l[k] = 0.f;
       sl.drafts[k] = r < ROWS ? draft_bits(p, b, row_token(r)) : 0ull;
     }
-    hand_off();  // (the q role's: tile 0 landed)
+    role_sync();  // (the q role's barrier of tile 0 matched)
     for (int it = 0; it < num_tiles; ++it) {
       T* tile = tiles + (it % STAGES) * TILE_ELEMS;
       float* partials = scores + (it % 2) * SCORE_FLOATS;
