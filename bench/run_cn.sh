@@ -2,7 +2,7 @@
 # On the device (seventeenth session): specialize's q role waits for tile i + 1 after hand-off i
 # (its own barrier), not before it, so P.V of tile i no longer waits for the next tile's copies.
 # memcheck, synccheck, racecheck of the specialised sample; the shipped specialised entries timed
-# with this kernel and with the one before (bench/probe_specialized_v1.cuh, untracked: cm/'s);
+# with this kernel and with the one before (bench/probe_specialized_v1.cuh, untracked: cm/'s kernel, `git show 0c0a182:templates/mla/mma/specialized.cuh`);
 # then the memory-bound decode entries re-tuned with this kernel (as in cm/).
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
