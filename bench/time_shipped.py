@@ -3,8 +3,9 @@ sparse) with the flushed timer, after checking it against the float64 oracle. Fo
 versions of the kernel code on the same configs: run it from each tree. `CASE:field=value,...`
 times the shipped config with those fields changed (e.g. `dsv3-tp1-batch:min_blocks=2,kv_splits=8`;
 integer fields). `--default` times the heuristic default config='auto' falls back to on this
-GPU (kgen.mla.choose.compiled_default; dense cases) instead of the shipped config: run from two
-trees, an A/B of the heuristic. JSON lines to stdout.
+GPU (kgen.mla.choose.compiled_default; dense cases) instead of the shipped config, with the
+`:field=value` changes if given: run from two trees, or with and without a change, an A/B of the
+heuristic. JSON lines to stdout.
 
     PYTHONPATH=. python3 bench/time_shipped.py [--reps N] [--default] [CASE[:field=value,...] ...]
 
@@ -23,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgen import device  # noqa: E402
 from kgen.arch import resolve_arch  # noqa: E402
-from kgen.mla import Config  # noqa: E402
+from kgen.mla import Config, build  # noqa: E402
 from kgen.mla.choose import compiled_default  # noqa: E402
+from kgen.mla.heuristic import one_wave_splits  # noqa: E402
 from kgen.tune.family import FAMILIES  # noqa: E402
 from kgen.tune.space import load_grid, parse_case_overrides  # noqa: E402
 from kgen.tune.sweep import compile_space  # noqa: E402
@@ -49,6 +51,18 @@ def case_config(name: str, configs: dict) -> tuple:
     return case, dataclasses.replace(configs[case], **fields)
 
 
+def changed_default(case, fields: dict, arch, sm_count: int) -> Config:
+    """The heuristic default of a grid case with `fields` changed, its KV splits refit (as
+    compiled_default does) to the changed kernel's blocks per SM unless `fields` sets them."""
+    spec, batch, max_len = case.spec, case.batch, case.max_len
+    config = dataclasses.replace(compiled_default(spec, batch, max_len, arch, sm_count), **fields)
+    if not fields or "kv_splits" in fields:
+        return config
+    blocks_per_sm = build(spec, config, arch).resources.occupancy.blocks_per_sm
+    splits = one_wave_splits(spec, config, batch, max_len, blocks_per_sm, sm_count)
+    return dataclasses.replace(config, kv_splits=splits)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="*")
@@ -65,11 +79,7 @@ def main() -> int:
     if args.default:
         sms = device.sm_count(0)
         runs = [
-            (
-                name,
-                case,
-                compiled_default(grid[case].spec, grid[case].batch, grid[case].max_len, arch, sms),
-            )
+            (name, case, changed_default(grid[case], parse_case_overrides(name)[1], arch, sms))
             for name, case, _ in runs
         ]
     trials = Trials()

@@ -23,7 +23,7 @@ from kgen.mla import SparseConfig, SparseSpec  # noqa: E402
 # (spec, config, bad slot row): both cache formats, both dequant placements, q dtypes, page
 # sizes 1/64, 1 to 64 splits (the combine's pieces: row ranges, and single rows in column chunks;
 # empty splits), stages 2..4, tiles of 16/32 rows, gathers of 4/8/16 bytes, q in registers and in
-# shared memory, m16 tiles partly empty (8 heads), 1..8 column groups.
+# shared memory, m16 tiles partly empty (8 heads), 1..8 column groups, fused and PDL merges.
 SAMPLE_CASES = [
     (
         SparseSpec(heads=16, q_len=1, topk=200, kv_format="fp8", page_size=64),
@@ -105,6 +105,27 @@ SAMPLE_CASES = [
         SparseSpec(heads=64, q_len=2, topk=130, kv_format="fp8", page_size=64),
         SparseConfig(
             heads_per_block=32, kv_splits=2, smem_stages=3, block_n=16, num_warps=8, col_groups=4
+        ),
+        False,
+    ),
+    # the merge in a kernel of its own (pdl_combine), as the shipped B = 1 entries have it
+    (
+        SparseSpec(heads=32, q_len=1, topk=333, kv_format="fp8", page_size=64),
+        SparseConfig(
+            heads_per_block=16,
+            kv_splits=9,
+            block_n=32,
+            dequant="registers",
+            col_groups=4,
+            min_blocks=1,
+            pdl_combine=1,
+        ),
+        True,
+    ),
+    (
+        SparseSpec(heads=16, q_len=2, topk=70, kv_format="bf16", page_size=1, dtype="float16"),
+        SparseConfig(  # more splits than tiles: empty splits
+            heads_per_block=16, kv_splits=8, smem_stages=2, block_n=16, pdl_combine=1
         ),
         False,
     ),
