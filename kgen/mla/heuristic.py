@@ -142,7 +142,15 @@ def default_config(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_coun
         raise ConfigError(f"no default config fits {spec.short_name()} on {arch.name}")
     occupancy = arch.occupancy(layout.threads, layout.registers_estimate, layout.dynamic_smem)
     splits = one_wave_splits(spec, config, batch, max_seq_len, occupancy.blocks_per_sm, sm_count)
-    return Config(**{**config.to_dict(), "kv_splits": splits})
+    return Config(**{**config.to_dict(), "kv_splits": splits, "pdl_combine": _pdl(config, arch)})
+
+
+def _pdl(config: Config, arch: Arch) -> int:
+    """The split-KV merge in a kernel of its own (programmatic dependent launch) wherever the arch
+    has it (sm_90, sm_120): on the H200 the heuristic defaults of the 13 dense 16-bit grid cases
+    took 1-12% less time with it on 12 of them and 7% more on kimi-tp1-verify-tree (same splits
+    and occupancy; bench/RESULTS.md, seventeenth session)."""
+    return int(config.compute == "mma" and arch.compute_capability >= (9, 0))
 
 
 def one_wave_splits(
