@@ -36,7 +36,7 @@ KGEN_CACHE_DIR=/tmp/kgen-chains timeout 150 python3 bench/knockout.py --reps 10 
 cat $w/ko.txt
 if [ "$(cat $w/win)" = 1 ]; then
   KGEN_CACHE_DIR=/tmp/kgen-chains bash bench/retune.sh 150 $w/rt --open specialize=0,1 --open num_warps=4,8 --open qk_ahead=0,1 \
-    dsv3-tp8-decode-batch dsv3-tp8-decode-wide page1-decode kimi-tp1-decode
+    dsv3-tp8-decode-batch dsv3-tp8-decode-wide page1-decode kimi-tp1-decode kimi-tp8-decode-long
   cp kgen/tuned/tuning.json $w/
 fi
 for tool in memcheck synccheck racecheck; do
