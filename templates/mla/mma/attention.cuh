@@ -301,27 +301,19 @@ __device__ __forceinline__ bool scan_tile(const T* tile, int start, int end, int
   return lo < count && scan_drafts(tile, lo, count, bad);
 }
 
-// With SPECIALIZE the q role's few warps (one or two per SM sub-partition) leave q.K^T's chain of
-// dependent MMAs exposed: its k steps accumulate into two sets of registers, alternately, summed
-// at the end.
-constexpr int QK_CHAINS = SPECIALIZE ? 2 : 1;
-
 // 1. This warp's partial scores of a tile (its share of the head dims) into `partials`, issuing
 // the pieces of `copy` along the way.
 __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, const T* q_s, float* partials,
                                             const TileCopy& copy, const Lane& ln) {
-  float chains[QK_CHAINS][WARP_M][N_TILES][4];
+  float acc[WARP_M][N_TILES][4];
 #pragma unroll
-  for (int c = 0; c < QK_CHAINS; ++c)
+  for (int i = 0; i < WARP_M; ++i)
 #pragma unroll
-    for (int i = 0; i < WARP_M; ++i)
+    for (int j = 0; j < N_TILES; ++j)
 #pragma unroll
-      for (int j = 0; j < N_TILES; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) chains[c][i][j][e] = 0.f;
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
 #pragma unroll
   for (int kk = 0; kk < WARP_K; ++kk) {
-    float (&acc)[WARP_M][N_TILES][4] = chains[kk % QK_CHAINS];
     copy.pieces_at(kk, WARP_K);
     const int ks = kk * COL_GROUPS + ln.cg;
     if (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS) {
@@ -349,15 +341,6 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
       }
     }
   }
-  float (&acc)[WARP_M][N_TILES][4] = chains[0];
-#pragma unroll
-  for (int c = 1; c < QK_CHAINS; ++c)
-#pragma unroll
-    for (int i = 0; i < WARP_M; ++i)
-#pragma unroll
-      for (int j = 0; j < N_TILES; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][j][e] += chains[c][i][j][e];
   float* mine = partials + ln.cg * (M_TILES * 16 * S_STRIDE);
 #pragma unroll
   for (int i = 0; i < WARP_M; ++i)
