@@ -124,19 +124,40 @@ def test_the_default_refits_its_splits_to_the_compiled_kernels_blocks_per_sm(mon
 
     from kgen.mla import choose
 
-    case = next(c for c in GRID if c.name == "dsv3-tp8-decode-long")  # 32 blocks before splitting
+    case = next(c for c in GRID if c.name == "dsv3-tp1-batch")  # 64 blocks before splitting
     args = (case.spec, case.batch, case.max_len, ARCHS["sm_90"], 132)
     estimated = default_config(*args)
-    assert estimated.kv_splits == 12  # the layout model's 3 blocks per SM: 396 slots
+    assert estimated.kv_splits == 6  # the layout model's 3 blocks per SM: 396 slots
     compiled = SimpleNamespace(
         resources=SimpleNamespace(occupancy=SimpleNamespace(blocks_per_sm=2))
     )
     monkeypatch.setattr(choose, "build", lambda spec, config, arch: compiled)
-    assert choose.compiled_default(*args) == replace(estimated, kv_splits=8)  # 264 slots
+    assert choose.compiled_default(*args) == replace(estimated, kv_splits=4)  # 264 slots
     monkeypatch.undo()
     # sm_120's defaults are bound by shared memory, which the model knows exactly: no change
     sm120 = (case.spec, case.batch, case.max_len, ARCHS["sm_120"], 188)
     assert choose.compiled_default(*sm120) == default_config(*sm120)
+
+
+def test_the_default_specialises_small_decode_where_two_blocks_share_an_sm():
+    """Decode of at most 16 heads takes the specialised kernel where two of its 87 KB blocks fit
+    an SM (sm_90), not on sm_120 (100 KB per SM), nor for 64 heads or verification; the PDL
+    merge wherever the arch has it (sm_90, sm_120), not on sm_80."""
+    by_name = {c.name: c for c in GRID}
+
+    def default(name, arch, sms=132):
+        c = by_name[name]
+        return default_config(c.spec, c.batch, c.max_len, ARCHS[arch], sms)
+
+    for name in ("dsv3-tp8-decode-batch", "kimi-tp8-decode-long", "page1-decode"):
+        ws = default(name, "sm_90")
+        assert (ws.specialize, ws.num_warps, ws.col_groups, ws.smem_stages) == (1, 8, 4, 4)
+        assert ws.split_softmax == 1 and ws.qk_ahead == 0 and ws.pdl_combine == 1
+        assert default(name, "sm_120", 188).specialize == 0
+    for name in ("kimi-tp1-decode", "kimi-tp1-batch", "kimi-tp8-verify-tree"):
+        assert default(name, "sm_90").specialize == 0
+    assert default("kimi-tp1-batch", "sm_120", 188).pdl_combine == 1
+    assert default("kimi-tp1-batch", "sm_80", 108).pdl_combine == 0
 
 
 def test_bucket():

@@ -140,9 +140,54 @@ def default_config(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_coun
             break
     else:
         raise ConfigError(f"no default config fits {spec.short_name()} on {arch.name}")
+    specialized = _specialized(spec, config, arch) if config.compute == "mma" else None
+    if specialized is not None:
+        config, layout = specialized
     occupancy = arch.occupancy(layout.threads, layout.registers_estimate, layout.dynamic_smem)
     splits = one_wave_splits(spec, config, batch, max_seq_len, occupancy.blocks_per_sm, sm_count)
     return Config(**{**config.to_dict(), "kv_splits": splits, "pdl_combine": _pdl(config, arch)})
+
+
+SPECIALIZED_MAX_HEADS = 16  # decode of at most 16 heads: memory-bound, one m16 tile per block
+
+
+def _specialized(spec: Spec, config: Config, arch: Arch):
+    """Decode of at most 16 heads, the block holding them all, where two 8-warp specialised
+    blocks share an SM (the H200's 228 KB; not sm_120's 100 KB, where no card was here to
+    measure): warps in two roles, 16-position tiles four deep. On the H200 the five such grid
+    cases took 2-10% less time than the one-role default (bench/RESULTS.md, seventeenth
+    session); the compute-bound ones (64+ heads, verification) lose a third, so they keep it.
+    (config, layout), or None where it does not apply or fit."""
+    if (
+        spec.q_len != 1
+        or spec.heads > SPECIALIZED_MAX_HEADS
+        or config.heads_per_block != spec.heads
+    ):
+        return None
+    candidate = Config(
+        **{
+            **config.to_dict(),
+            "smem_stages": 4,
+            "block_n": 16,
+            "num_warps": 8,
+            "col_groups": 4,
+            "min_blocks": 0,
+            "qk_ahead": 0,
+            "split_softmax": 1,
+            "swap_rows": 0,
+            "specialize": 1,
+        }
+    )
+    try:
+        layout = layout_for(spec, candidate, arch)
+    except ConfigError:
+        return None
+    if (
+        layout.registers_estimate > MMA_REGISTER_TARGET
+        or _blocks_per_sm(arch, layout.dynamic_smem) < 2
+    ):
+        return None
+    return candidate, layout
 
 
 def _pdl(config: Config, arch: Arch) -> int:
