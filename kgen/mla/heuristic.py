@@ -154,9 +154,9 @@ SPECIALIZED_MAX_HEADS = 16  # decode of at most 16 heads: memory-bound, one m16 
 def _specialized(spec: Spec, config: Config, arch: Arch):
     """Decode of at most 16 heads, the block holding them all, where two 8-warp specialised
     blocks share an SM (the H200's 228 KB; not sm_120's 100 KB, where no card was here to
-    measure): warps in two roles, 16-position tiles four deep. On the H200 the five such grid
-    cases took 2-10% less time than the one-role default (bench/RESULTS.md, seventeenth
-    session); the compute-bound ones (64+ heads, verification) lose a third, so they keep it.
+    measure): warps in two roles, 16-position tiles four deep. On the H200 the six such grid
+    cases took 2-6% less time than the one-role default, both with the PDL merge (bench/RESULTS.md,
+    seventeenth session); the compute-bound ones (64+ heads, verification) lose a third with it.
     (config, layout), or None where it does not apply or fit."""
     if (
         spec.q_len != 1
