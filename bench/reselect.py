@@ -38,7 +38,14 @@ _NAME_FIELDS = {
     "c": "col_groups",
     "mb": "min_blocks",
 }
-_NAME_FLAGS = {"qa": "qk_ahead", "sr": "split_reduce", "ss": "split_softmax", "sw": "swap_rows"}
+_NAME_FLAGS = {
+    "qa": "qk_ahead",
+    "sr": "split_reduce",
+    "ss": "split_softmax",
+    "sw": "swap_rows",
+    "pc": "pdl_combine",
+    "ws": "specialize",
+}
 
 
 def config_named(name: str, kv_splits: int) -> Config:

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -259,6 +259,44 @@ def test_shipped_tuning_is_current_and_fits_sm120():
                 continue
         res = kernel.resources
         assert res.smem <= ARCHS["sm_120"].smem_per_block and res.spills == 0, res.summary()
+
+
+def test_every_shipped_trial_name_reads_back_as_its_config():
+    """bench/reselect.py re-picks an entry from its trials' names: every dense trial of the
+    shipped database (PDL merges and specialised roles among them) parses back to a Config whose
+    short name it is."""
+    from kgen.mla.tuning import SHIPPED
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from reselect import config_named
+
+    trials = [
+        (name, splits)
+        for entry in TuningDB(SHIPPED).entries().values()
+        if entry.get("family", "dense") == "dense"
+        for name, splits, _ in entry["trials"]
+    ]
+    assert any(n.endswith("_pc_ws") for n, _ in trials) and any("_pc" in n for n, _ in trials)
+    for name, splits in trials:
+        config = config_named(name, splits)
+        assert (config.short_name(), config.kv_splits) == (name, splits)
+
+
+def test_the_report_tells_every_config_axis_apart():
+    """results.csv has a column per config field of either family, and the table's config names
+    differ where any 0/1 axis does (the sweep table would otherwise show two variants alike)."""
+    from kgen.mla import SparseConfig
+    from kgen.tune.report import COLUMNS, config_name
+
+    for family in (Config, SparseConfig):
+        assert {f.name for f in fields(family)} <= set(COLUMNS)
+    dense = Config(heads_per_block=8, smem_stages=3, num_warps=8, block_n=16, compute="mma")
+    flags = ["qk_ahead", "split_reduce", "split_softmax", "swap_rows", "pdl_combine", "specialize"]
+    names = [config_name(dense.to_dict())]
+    names += [config_name({**dense.to_dict(), flag: 1}) for flag in flags]
+    assert len(set(names)) == len(names), names
+    sparse = SparseConfig().to_dict()
+    assert config_name(sparse) != config_name({**sparse, "pdl_combine": 1})
 
 
 class StubExecutor:

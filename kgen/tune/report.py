@@ -4,27 +4,20 @@ kv_splits; every variant on a roofline)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 
+from kgen.mla import Config, SparseConfig
+
+# Every config field of either family (dense first, then the sparse family's own), so that a new
+# axis reaches results.csv without a second list to keep in step
+CONFIG_COLUMNS = list(
+    dict.fromkeys(f.name for family in (Config, SparseConfig) for f in dataclasses.fields(family))
+)
 COLUMNS = [
     "case",
     "kind",
-    "heads_per_block",
-    "kv_splits",
-    "vec_width",
-    "smem_stages",
-    "num_warps",
-    "block_n",
-    "compute",
-    "col_groups",
-    "min_blocks",
-    "qk_ahead",
-    "split_reduce",
-    "split_softmax",
-    "swap_rows",
-    "pdl_combine",
-    "gather_bytes",
-    "dequant",
+    *CONFIG_COLUMNS,
     "registers",
     "smem",
     "spills",
@@ -114,9 +107,10 @@ def write_csv(report: dict, path: Path) -> None:
 
 
 def config_name(c: dict, splits: bool = True) -> str:
-    """hb8 s16 v8 st2 w4 n32 [mma c4 [mb1] [qa] [sr] [ss]]: heads_per_block, kv_splits, vec_width,
-    stages, warps, block_n [, tensor-core path with col_groups [, min_blocks] [, q.K ahead]
-    [, split reduce] [, split softmax]]. A sparse config: hb16 s4 n16 st3 g16 w4 c4 sha|reg [mb1]
+    """hb8 s16 v8 st2 w4 n32 [mma c4 [mb1] [qa] [sr] [ss] [sw] [pc] [ws]]: heads_per_block,
+    kv_splits, vec_width, stages, warps, block_n [, tensor-core path with col_groups
+    [, min_blocks] [, q.K ahead] [, split reduce] [, split softmax] [, swapped rows] [, PDL merge]
+    [, warps in two roles]]. A sparse config: hb16 s4 n16 st3 g16 w4 c4 sha|reg [mb1] [pc]
     (gather_bytes, where fp8 is dequantized)."""
     split = f" s{c['kv_splits']}" if splits else ""
     if "dequant" in c:
@@ -124,6 +118,7 @@ def config_name(c: dict, splits: bool = True) -> str:
             f"hb{c['heads_per_block']}{split} n{c['block_n']} st{c['smem_stages']} "
             f"g{c['gather_bytes']} w{c['num_warps']} c{c['col_groups']} {c['dequant'][:3]}"
             + (f" mb{c['min_blocks']}" if c.get("min_blocks") else "")
+            + (" pc" if c.get("pdl_combine") else "")
         )
     mma = ""
     if c.get("compute") == "mma":
@@ -133,6 +128,7 @@ def config_name(c: dict, splits: bool = True) -> str:
         mma += " ss" if c.get("split_softmax") else ""
         mma += " sw" if c.get("swap_rows") else ""
         mma += " pc" if c.get("pdl_combine") else ""
+        mma += " ws" if c.get("specialize") else ""
     return (
         f"hb{c['heads_per_block']}{split} v{c['vec_width']} st{c['smem_stages']} "
         f"w{c['num_warps']} n{c['block_n']}{mma}"
