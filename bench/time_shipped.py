@@ -24,9 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgen import device  # noqa: E402
 from kgen.arch import resolve_arch  # noqa: E402
-from kgen.mla import Config, build  # noqa: E402
-from kgen.mla.choose import compiled_default  # noqa: E402
-from kgen.mla.heuristic import one_wave_splits  # noqa: E402
+from kgen.mla import Config  # noqa: E402
+from kgen.mla.choose import compiled_default, refit_splits  # noqa: E402
 from kgen.tune.family import FAMILIES  # noqa: E402
 from kgen.tune.space import load_grid, parse_case_overrides  # noqa: E402
 from kgen.tune.sweep import compile_space  # noqa: E402
@@ -58,9 +57,7 @@ def changed_default(case, fields: dict, arch, sm_count: int) -> Config:
     config = dataclasses.replace(compiled_default(spec, batch, max_len, arch, sm_count), **fields)
     if not fields or "kv_splits" in fields:
         return config
-    blocks_per_sm = build(spec, config, arch).resources.occupancy.blocks_per_sm
-    splits = one_wave_splits(spec, config, batch, max_len, blocks_per_sm, sm_count)
-    return dataclasses.replace(config, kv_splits=splits)
+    return refit_splits(spec, config, batch, max_len, arch, sm_count)
 
 
 def main() -> int:

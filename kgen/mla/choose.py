@@ -35,6 +35,13 @@ def compiled_default(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_co
     default's splits ran in two waves, 40% slower. The cubin does not depend on the split count,
     so this compiles nothing the call would not."""
     config = default_config(spec, batch, max_seq_len, arch, sm_count)
+    return refit_splits(spec, config, batch, max_seq_len, arch, sm_count)
+
+
+def refit_splits(
+    spec: Spec, config: Config, batch: int, max_seq_len: int, arch: Arch, sm_count: int
+) -> Config:
+    """`config` with as many KV splits as one wave of its compiled kernel's blocks holds."""
     blocks_per_sm = build(spec, config, arch).resources.occupancy.blocks_per_sm
     splits = one_wave_splits(spec, config, batch, max_seq_len, blocks_per_sm, sm_count)
     return dataclasses.replace(config, kv_splits=splits)
