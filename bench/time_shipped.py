@@ -2,7 +2,8 @@
 sparse) with the flushed timer, after checking it against the float64 oracle. For comparing two
 versions of the kernel code on the same configs: run it from each tree. `CASE:field=value,...`
 times the shipped config with those fields changed (e.g. `dsv3-tp1-batch:min_blocks=2,kv_splits=8`;
-integer fields). `--default` times the heuristic default config='auto' falls back to on this
+integer fields). `--batch N` times every case at N sequences instead (how the time scales
+with the grid's blocks). `--default` times the heuristic default config='auto' falls back to on this
 GPU (kgen.mla.choose.compiled_default; dense cases) instead of the shipped config, with the
 `:field=value` changes if given: run from two trees, or with and without a change, an A/B of the
 heuristic. JSON lines to stdout.
@@ -65,8 +66,13 @@ def main() -> int:
     parser.add_argument("cases", nargs="*")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--default", action="store_true", help="time the heuristic default")
+    parser.add_argument(
+        "--batch", type=int, help="time each case at this many sequences (splits as configured)"
+    )
     args = parser.parse_args()
     grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
+    if args.batch:
+        grid = {n: dataclasses.replace(c, batch=args.batch) for n, c in grid.items()}
     configs = shipped_configs()
     names = args.cases or [
         n for n, c in configs.items() if isinstance(c, Config) and grid[n].spec.dtype != "float32"
@@ -84,7 +90,8 @@ def main() -> int:
     for name, case, config in runs:
         (r,) = trials.variant(grid[case], config, [config.kv_splits], seed=3, reps=args.reps)
         summary = {k: r.get(k) for k in ("status", "median_us", "error")}
-        print(json.dumps({"case": name, "config": config.short_name(), **summary}), flush=True)
+        shape = {"batch": grid[case].batch}
+        print(json.dumps({"case": name, "config": config.short_name(), **shape, **summary}), flush=True)
     return 0
 
 

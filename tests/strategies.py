@@ -36,9 +36,14 @@ def specs(draw, max_q_len: int = 16, dtypes=("float32", "float16", "bfloat16"), 
 
 
 @st.composite
-def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
+def raw_configs(draw, spec: Spec, computes=("fma", "mma", "tiled")):
     """Any Config whose own fields are valid (layout_for may still refuse it for spec/arch)."""
-    compute = draw(st.sampled_from(computes if spec.dtype != "float32" else ("fma",)))
+    # float32 takes the CUDA-core paths, 16-bit dtypes any but 'tiled'
+    float32 = tuple(c for c in computes if c != "mma") or ("fma",)
+    sixteen = tuple(c for c in computes if c != "tiled") or ("mma",)
+    compute = draw(st.sampled_from(float32 if spec.dtype == "float32" else sixteen))
+    if compute == "tiled":
+        return tiled_config(draw, spec)
     if compute == "mma":
         warps = draw(st.sampled_from([1, 2, 4, 8]))
         shared = dict(  # what both row layouts take alike
@@ -89,8 +94,22 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma")):
     )
 
 
+def tiled_config(draw, spec: Spec) -> Config:
+    """A compute='tiled' Config (its block is fixed: 8 warps, tiles of 64, float4 copies)."""
+    fitting = [h for h in divisors(spec.heads) if h * spec.q_len <= 64] or [1]
+    return Config(
+        heads_per_block=draw(st.sampled_from(fitting)),
+        kv_splits=draw(st.sampled_from(SPLITS)),
+        vec_width=4,
+        smem_stages=draw(st.integers(2, 4)),
+        num_warps=8,
+        block_n=64,
+        compute="tiled",
+    )
+
+
 @st.composite
-def configs(draw, spec: Spec, arch: Arch, computes=("fma", "mma")):
+def configs(draw, spec: Spec, arch: Arch, computes=("fma", "mma", "tiled")):
     """A Config that layout_for accepts for spec on arch, within its register file by the
     estimate."""
     config = draw(raw_configs(spec, computes))

@@ -7,9 +7,14 @@ import ctypes
 from kgen.mla.layout import Layout
 from kgen.mla.mma_layout import MMALayout
 from kgen.mla.spec import Config, Spec
+from kgen.mla.tiled_layout import TiledLayout
 from kgen.render import CStruct, CType, Program, render_program
 
-TEMPLATES = {"fma": "mla/attention.cu.jinja", "mma": "mla/mma.cu.jinja"}
+TEMPLATES = {
+    "fma": "mla/attention.cu.jinja",
+    "mma": "mla/mma.cu.jinja",
+    "tiled": "mla/tiled.cu.jinja",
+}
 ATTENTION = "mla_attention"
 COMBINE = "mla_combine"  # the split-KV merge of pdl_combine configs
 MASK_KINDS = {"none": 0, "causal": 1, "tree": 2}
@@ -90,9 +95,11 @@ def _op_values(spec: Spec, config: Config, rows: int) -> dict:
     return {**shape_values(spec, config, rows, PARAMS), "mask_kind": MASK_KINDS[spec.mask]}
 
 
-def template_values(spec: Spec, config: Config, layout: Layout | MMALayout) -> dict:
+def template_values(spec: Spec, config: Config, layout: Layout | MMALayout | TiledLayout) -> dict:
     """Every value the template binds, as validated Python values (kgen.render makes them C++)."""
     values = _op_values(spec, config, layout.rows)
+    if isinstance(layout, TiledLayout):
+        return values
     if isinstance(layout, MMALayout):
         return {
             **values,
@@ -125,7 +132,9 @@ def compiled_fields(config: Config) -> dict:
     return {k: v for k, v in config.to_dict().items() if k != "kv_splits"}
 
 
-def mla_program(spec: Spec, config: Config, layout: Layout | MMALayout) -> Program:
+def mla_program(
+    spec: Spec, config: Config, layout: Layout | MMALayout | TiledLayout
+) -> Program:
     return render_program(
         name=f"mla_{spec.short_name()}_{config.short_name()}",
         template=TEMPLATES[config.compute],

@@ -12,7 +12,7 @@ MAX_SPLITS = 1024  # the fused combine keeps a row's split weights in shared mem
 
 MASKS = ("none", "causal", "tree")
 MAX_Q_LEN = 64  # a draft-tree row is one 64-bit word
-COMPUTES = ("fma", "mma")
+COMPUTES = ("fma", "mma", "tiled")
 
 
 class AttentionShape:
@@ -95,8 +95,10 @@ class Config(Params):
       >= 2 = a cp.async pipeline that many tiles deep.
     num_warps: warps per block. block_n: KV positions per tile (per warp, in registers, when
       smem_stages is 0).
-    compute: "fma" (CUDA cores, any dtype) or "mma" (tensor cores: mma.sync m16n8k16 with ldmatrix
-      and cp.async, float16/bfloat16 only).
+    compute: "fma" (CUDA cores, any dtype), "mma" (tensor cores: mma.sync m16n8k16 with ldmatrix
+      and cp.async, float16/bfloat16 only) or "tiled" (CUDA cores on register tiles, float32
+      only: 8 warps of 8 rows, at most 64 rows a block, KV tiles of 64 positions, vec_width 4;
+      templates/mla/fma/tiled.cuh).
     col_groups: mma only: warps that share a block's rows and split the 512 output columns (and
       the 576 head dims of q.k) between them; the other num_warps / col_groups warps split rows.
     min_blocks: mma only: blocks per SM the kernel's registers must allow (the minimum of
@@ -175,6 +177,8 @@ class Config(Params):
         )
         if self.compute == "fma":
             return name
+        if self.compute == "tiled":
+            return f"{name}_tiled"
         blocks = f"_mb{self.min_blocks}" if self.min_blocks else ""
         ahead = "_qa" if self.qk_ahead else ""
         reduce = "_sr" if self.split_reduce else ""

@@ -1,0 +1,107 @@
+"""How a (Spec, Config) pair maps onto a block of the register-tiled CUDA-core path
+(compute='tiled', templates/mla/fma/tiled.cuh), and whether it can work.
+
+The block is fixed by the kernel: 8 warps of 8 query rows (at most 64 rows: q_len x
+heads_per_block), KV tiles of 64 positions, each tile a pipeline of head-dim chunks of q and K
+(32 dims) and then of V rows (8 positions) through `smem_stages` cp.async ring buffers. `plan_tiled`
+refuses what cannot work (ConfigError); the register estimate is only a pruning hint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgen.arch import Arch
+from kgen.mla.layout import combine_smem, refuser
+from kgen.mla.spec import Config, Spec
+
+WARPS = 8
+TILE_ROWS = 64
+BLOCK_N = 64
+KC, VC, PAD = 32, 8, 4  # q.K^T step dims, P.V step positions, row padding (floats)
+REGISTER_OVERHEAD = 40
+
+
+@dataclass(frozen=True)
+class TiledLayout:
+    rows: int  # query rows per block: q_len * heads_per_block (padded to TILE_ROWS)
+    threads: int
+    stage_bytes: int  # one ring buffer: a q and a K chunk, or VC V rows
+    p_bytes: int  # the warps' P tiles
+    dynamic_smem: int
+    registers_estimate: int  # per thread, before compiling (a pruning hint, not a promise)
+
+    @property
+    def main_smem(self) -> int:
+        """Shared memory of the main loop (the fused combine reuses it)."""
+        return self.dynamic_smem
+
+    @property
+    def q_placement(self) -> str:
+        """Where q's operands come from: shared memory, a chunk per step."""
+        return "shared"
+
+    @property
+    def padding(self) -> float:
+        """Fraction of the block's rows that are padding."""
+        return 1 - self.rows / TILE_ROWS
+
+
+def plan_tiled(spec: Spec, config: Config, arch: Arch) -> TiledLayout:
+    refuse = refuser(spec, config, arch)
+    if spec.dtype != "float32":
+        refuse(
+            "compute",
+            f"'tiled' reads float4 operands: float32 only, not {spec.dtype} (16-bit inputs take "
+            "'mma')",
+        )
+    for field in ("min_blocks", "qk_ahead", "split_reduce", "split_softmax", "swap_rows"):
+        if getattr(config, field):
+            refuse(field, "applies to compute='mma' only; the tiled path takes 0")
+    if config.pdl_combine or config.specialize:
+        refuse(
+            "pdl_combine" if config.pdl_combine else "specialize",
+            "applies to compute='mma' only; the tiled path takes 0",
+        )
+    if spec.heads % config.heads_per_block:
+        refuse("heads_per_block", f"must divide heads={spec.heads}")
+    rows = spec.q_len * config.heads_per_block
+    if rows > TILE_ROWS:
+        refuse(
+            "heads_per_block",
+            f"q_len x heads_per_block = {rows} rows; the tiled block holds at most {TILE_ROWS}",
+        )
+    if config.num_warps != WARPS:
+        refuse("num_warps", f"the tiled block is {WARPS} warps of 8 rows")
+    if config.block_n != BLOCK_N:
+        refuse("block_n", f"the tiled block takes KV tiles of {BLOCK_N} positions")
+    if config.vec_width != 4:
+        refuse("vec_width", "the tiled path copies and reads float4: vec_width must be 4")
+    if spec.head_dim % KC or spec.latent_dim % 128:
+        refuse(
+            "compute",
+            f"'tiled' needs latent + rope ({spec.head_dim}) a multiple of {KC} and latent_dim "
+            f"({spec.latent_dim}) a multiple of 128",
+        )
+    if config.smem_stages < 2:
+        refuse("smem_stages", "the tiled path pipelines its steps with cp.async: at least 2")
+    threads = WARPS * 32
+    stage_bytes = max(2 * TILE_ROWS * (KC + PAD), VC * spec.latent_dim) * 4
+    p_bytes = WARPS * BLOCK_N * 8 * 4
+    smem = config.smem_stages * stage_bytes + p_bytes + TILE_ROWS * 8
+    if smem > arch.smem_per_block:
+        refuse(
+            "smem_stages",
+            f"needs {smem} bytes of shared memory ({config.smem_stages} stages of {stage_bytes}, "
+            f"P {p_bytes}), over {arch.name}'s {arch.smem_per_block} per block",
+        )
+    o = 8 * spec.latent_dim // 32  # 8 rows x the lane's output columns
+    registers = o + 16 + 8 + 16 + 4 + REGISTER_OVERHEAD  # o, scores, row states, K and q quads
+    return TiledLayout(
+        rows=rows,
+        threads=threads,
+        stage_bytes=stage_bytes,
+        p_bytes=p_bytes,
+        dynamic_smem=max(smem, combine_smem(threads)),
+        registers_estimate=registers,
+    )
