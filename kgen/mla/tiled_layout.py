@@ -88,12 +88,12 @@ def plan_tiled(spec: Spec, config: Config, arch: Arch) -> TiledLayout:
     threads = WARPS * 32
     stage_bytes = max(2 * TILE_ROWS * (KC + PAD), VC * spec.latent_dim) * 4
     p_bytes = WARPS * BLOCK_N * 8 * 4
-    smem = config.smem_stages * stage_bytes + p_bytes + TILE_ROWS * 8
+    smem = config.smem_stages * stage_bytes + p_bytes + TILE_ROWS * 8 + 2 * BLOCK_N * 8
     if smem > arch.smem_per_block:
         refuse(
             "smem_stages",
             f"needs {smem} bytes of shared memory ({config.smem_stages} stages of {stage_bytes}, "
-            f"P {p_bytes}), over {arch.name}'s {arch.smem_per_block} per block",
+            f"P {p_bytes}, draft bits and KV row pointers), over {arch.name}'s {arch.smem_per_block} per block",
         )
     o = 8 * spec.latent_dim // 32  # 8 rows x the lane's output columns
     registers = o + 16 + 8 + 16 + 4 + REGISTER_OVERHEAD  # o, scores, row states, K and q quads

@@ -39,30 +39,42 @@ static_assert(ROWS <= TILE_ROWS, "at most 64 rows a block");
 static_assert(HEAD_DIM % KC == 0 && LATENT_DIM % 128 == 0, "head dims in KC chunks, output quads");
 static_assert(STAGES >= 2, "a cp.async ring of at least two steps");
 static_assert(sizeof(T) == 4, "the tiled path reads float4 operands: float32");
+static_assert(TILE_ROWS * (KC / 4) == 2 * NUM_THREADS, "a q.K^T step: two q rows and two K rows a thread");
+static_assert(STAGES - 1 <= STEPS, "the copies run at most a tile ahead");
 
-// Issue the copies of pipeline step `step` (of the split's tiles from `begin`) into `buf`.
-__device__ __forceinline__ void copy_step(const Params& p, int b, int begin, int end, int step, float* buf) {
-  const int tile = step / STEPS, s = step % STEPS, start = begin + tile * BLOCK_N;
+// The KV rows of tile `tile` (BLOCK_N positions from `start`; nullptr past the split's end), one
+// per thread of the first BLOCK_N, into the tile's half of `rows_s`: the copies of the tile's
+// steps read their sources there instead of each looking its page up again.
+__device__ __forceinline__ void tile_rows(const Params& p, int b, int start, int end, int tile, const T** rows_s) {
+  if (threadIdx.x < BLOCK_N) {
+    const int n = start + threadIdx.x;
+    rows_s[(tile % 2) * BLOCK_N + threadIdx.x] = n < end ? kv_row(p, b, n) : nullptr;
+  }
+}
+
+// Issue the copies of step `s` of a tile whose KV rows are `rows` into `buf`; `q_rows`: this
+// thread's two q rows (nullptr for padding rows).
+__device__ __forceinline__ void copy_step(const Params& p, int s, const T* const* rows, const T* const (&q_rows)[2],
+                                          float* buf) {
   if (s < QK_STEPS) {
     constexpr int QUADS = KC / 4;  // per row of a chunk
+    const int c = s * KC + threadIdx.x % QUADS * 4;
 #pragma unroll
-    for (int it = 0; it < TILE_ROWS * QUADS / NUM_THREADS; ++it) {
-      const int idx = threadIdx.x + it * NUM_THREADS, r = idx / QUADS, c = s * KC + idx % QUADS * 4;
-      const bool row = r < ROWS;
-      kgen::cp_async_or_zeros<16>(buf + r * CHUNK_STRIDE + idx % QUADS * 4, row ? q_row(p, b, r) + c : p.q, !row);
-      const int n = start + r;  // K: position r of the tile
-      const bool pos = n < end;
-      kgen::cp_async_or_zeros<16>(buf + QK_FLOATS + r * CHUNK_STRIDE + idx % QUADS * 4, pos ? kv_row(p, b, n) + c : p.kv,
-                                  !pos);
+    for (int it = 0; it < 2; ++it) {
+      const int r = threadIdx.x / QUADS + it * (NUM_THREADS / QUADS);  // a q row and a K position
+      float* dst = buf + r * CHUNK_STRIDE + threadIdx.x % QUADS * 4;
+      kgen::cp_async_or_zeros<16>(dst, q_rows[it] ? q_rows[it] + c : p.q, !q_rows[it]);
+      const T* k = rows[r];
+      kgen::cp_async_or_zeros<16>(dst + QK_FLOATS, k ? k + c : p.kv, !k);
     }
   } else {
     constexpr int QUADS = LATENT_DIM / 4;
+    const int c = threadIdx.x % QUADS * 4;
 #pragma unroll
     for (int it = 0; it < VC * QUADS / NUM_THREADS; ++it) {
-      const int idx = threadIdx.x + it * NUM_THREADS, v = idx / QUADS, c = idx % QUADS * 4;
-      const int n = start + (s - QK_STEPS) * VC + v;
-      const bool pos = n < end;
-      kgen::cp_async_or_zeros<16>(buf + v * LATENT_DIM + c, pos ? kv_row(p, b, n) + c : p.kv, !pos);
+      const int v = threadIdx.x / QUADS + it * (NUM_THREADS / QUADS);
+      const T* x = rows[(s - QK_STEPS) * VC + v];
+      kgen::cp_async_or_zeros<16>(buf + v * LATENT_DIM + c, x ? x + c : p.kv, !x);
     }
   }
 }
@@ -139,6 +151,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, 1) mla_attention(
   float* stages = reinterpret_cast<float*>(smem);
   float* pws = stages + STAGES * STAGE_FLOATS;
   unsigned long long* drafts_s = reinterpret_cast<unsigned long long*>(pws + NUM_WARPS * P_FLOATS);
+  const T** rows_s = reinterpret_cast<const T**>(drafts_s + TILE_ROWS);  // [2][BLOCK_N]
 
   const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, h = lane / 16, pg = lane % 16;
@@ -152,6 +165,14 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, 1) mla_attention(
   const Range range = split_range<NUM_THREADS, BLOCK_N>(p, b, split, num_splits);  // syncs
   const int prefix = range.prefix, begin = range.begin, end = range.end;
   const int num_tiles = (end - begin + BLOCK_N - 1) / BLOCK_N, total = num_tiles * STEPS;
+  const T* q_rows[2];  // the q rows this thread copies
+#pragma unroll
+  for (int it = 0; it < 2; ++it) {
+    const int r = threadIdx.x / (KC / 4) + it * (NUM_THREADS / (KC / 4));
+    q_rows[it] = r < ROWS ? q_row(p, b, r) : nullptr;
+  }
+  tile_rows(p, b, begin, end, 0, rows_s);
+  __syncthreads();  // tile 0's rows
 
   float o[8][O_QUADS][4];
 #pragma unroll
@@ -171,17 +192,23 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, 1) mla_attention(
 
 #pragma unroll
   for (int g = 0; g < STAGES - 1; ++g) {
-    if (g < total) copy_step(p, b, begin, end, g, stages + g * STAGE_FLOATS);
+    if (g < total) copy_step(p, g, rows_s, q_rows, stages + g * STAGE_FLOATS);
     kgen::cp_async_commit();
   }
+  // The step to copy next (tile ct, step cs of it, into buffer cb) and the one computed (step,
+  // of the tile at `start`, from buffer gb), counted along instead of divided out.
+  int ct = 0, cs = STAGES - 1, cb = STAGES - 1;
+  int step = 0, start = begin, gb = 0;
   for (int g = 0; g < total; ++g) {
     kgen::cp_async_wait<STAGES - 2>();
-    __syncthreads();  // step g landed for all; step g - 1's buffer is free
-    const int next = g + STAGES - 1;
-    if (next < total) copy_step(p, b, begin, end, next, stages + (next % STAGES) * STAGE_FLOATS);
+    __syncthreads();  // step g landed for all; step g - 1's buffer is free; the rows of tile ct
+    if (g + STAGES - 1 < total) copy_step(p, cs, rows_s + (ct % 2) * BLOCK_N, q_rows, stages + cb * STAGE_FLOATS);
     kgen::cp_async_commit();
-    const float* buf = stages + (g % STAGES) * STAGE_FLOATS;
-    const int step = g % STEPS, start = begin + g / STEPS * BLOCK_N;
+    if (cs == STEPS - 1 && ct + 1 < num_tiles) tile_rows(p, b, begin + (ct + 1) * BLOCK_N, end, ct + 1, rows_s);
+    if (++cs == STEPS) cs = 0, ++ct;
+    if (++cb == STAGES) cb = 0;
+    const float* buf = stages + gb * STAGE_FLOATS;
+    if (++gb == STAGES) gb = 0;
     if (step < QK_STEPS) {
       qk_step(buf, warp, h, pg, s);
       if (step == QK_STEPS - 1) {
@@ -233,6 +260,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, 1) mla_attention(
         pv_step<false>(buf, pw, first, lane, o, drafts_s, warp, 0);
       }
     }
+    if (++step == STEPS) step = 0, start += BLOCK_N;
   }
   kgen::cp_async_wait<0>();
 
