@@ -18,13 +18,15 @@ from kgen.mla.spec import Config, Spec
 WARPS = 8
 TILE_ROWS = 64
 BLOCK_N = 64
-KC, VC, PAD = 32, 8, 4  # q.K^T step dims, P.V step positions, row padding (floats)
+QK_CHUNKS = (64, 32)  # head dims of a q.K^T step: the widest whose stages fit
+VC, PAD = 8, 4  # P.V step positions, row padding (floats)
 REGISTER_OVERHEAD = 40
 
 
 @dataclass(frozen=True)
 class TiledLayout:
     rows: int  # query rows per block: q_len * heads_per_block (padded to TILE_ROWS)
+    qk_chunk: int  # head dims of q and K per pipeline step
     threads: int
     stage_bytes: int  # one ring buffer: a q and a K chunk, or VC V rows
     p_bytes: int  # the warps' P tiles
@@ -77,28 +79,34 @@ def plan_tiled(spec: Spec, config: Config, arch: Arch) -> TiledLayout:
         refuse("block_n", f"the tiled block takes KV tiles of {BLOCK_N} positions")
     if config.vec_width != 4:
         refuse("vec_width", "the tiled path copies and reads float4: vec_width must be 4")
-    if spec.head_dim % KC or spec.latent_dim % 128:
+    if spec.head_dim % QK_CHUNKS[-1] or spec.latent_dim % 128:
         refuse(
             "compute",
-            f"'tiled' needs latent + rope ({spec.head_dim}) a multiple of {KC} and latent_dim "
-            f"({spec.latent_dim}) a multiple of 128",
+            f"'tiled' needs latent + rope ({spec.head_dim}) a multiple of {QK_CHUNKS[-1]} and "
+            f"latent_dim ({spec.latent_dim}) a multiple of 128",
         )
     if config.smem_stages < 2:
         refuse("smem_stages", "the tiled path pipelines its steps with cp.async: at least 2")
     threads = WARPS * 32
-    stage_bytes = max(2 * TILE_ROWS * (KC + PAD), VC * spec.latent_dim) * 4
     p_bytes = WARPS * BLOCK_N * 8 * 4
-    smem = config.smem_stages * stage_bytes + p_bytes + TILE_ROWS * 8 + 2 * BLOCK_N * 8
-    if smem > arch.smem_per_block:
+    fixed = p_bytes + TILE_ROWS * 8 + 2 * BLOCK_N * 8  # P, draft bits, KV row pointers
+    for kc in QK_CHUNKS:
+        stage_bytes = max(2 * TILE_ROWS * (kc + PAD), VC * spec.latent_dim) * 4
+        smem = config.smem_stages * stage_bytes + fixed
+        if spec.head_dim % kc == 0 and smem <= arch.smem_per_block:
+            break
+    else:
         refuse(
             "smem_stages",
             f"needs {smem} bytes of shared memory ({config.smem_stages} stages of {stage_bytes}, "
-            f"P {p_bytes}, draft bits and KV row pointers), over {arch.name}'s {arch.smem_per_block} per block",
+            f"P {p_bytes}, draft bits and KV row pointers), over {arch.name}'s "
+            f"{arch.smem_per_block} per block",
         )
     o = 8 * spec.latent_dim // 32  # 8 rows x the lane's output columns
     registers = o + 16 + 8 + 16 + 4 + REGISTER_OVERHEAD  # o, scores, row states, K and q quads
     return TiledLayout(
         rows=rows,
+        qk_chunk=kc,
         threads=threads,
         stage_bytes=stage_bytes,
         p_bytes=p_bytes,

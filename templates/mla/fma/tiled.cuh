@@ -22,7 +22,7 @@ namespace mla {
 
 constexpr int NUM_THREADS = NUM_WARPS * 32;
 constexpr int TILE_ROWS = 64;  // rows of a block, padded
-constexpr int KC = 32;         // head dims per q.K^T step
+constexpr int KC = QK_CHUNK;   // head dims per q.K^T step (kgen.mla.tiled_layout)
 constexpr int VC = 8;          // V rows per P.V step
 constexpr int PAD = 4;         // floats after each KC-wide row: conflict-free float4 reads
 constexpr int QK_STEPS = HEAD_DIM / KC;
@@ -30,6 +30,7 @@ constexpr int PV_STEPS = BLOCK_N / VC;
 constexpr int STEPS = QK_STEPS + PV_STEPS;
 constexpr int O_QUADS = LATENT_DIM / 128;  // float4 output quads per lane and row
 constexpr int CHUNK_STRIDE = KC + PAD;
+constexpr int Q_COPIES = TILE_ROWS * (KC / 4) / NUM_THREADS;  // q rows (and K rows) a thread copies a step
 constexpr int QK_FLOATS = TILE_ROWS * CHUNK_STRIDE;  // one of q's and one of K's chunks
 constexpr int STAGE_FLOATS = 2 * QK_FLOATS > VC * LATENT_DIM ? 2 * QK_FLOATS : VC * LATENT_DIM;
 constexpr int P_FLOATS = BLOCK_N * 8;  // a warp's P, [position][row]
@@ -39,7 +40,7 @@ static_assert(ROWS <= TILE_ROWS, "at most 64 rows a block");
 static_assert(HEAD_DIM % KC == 0 && LATENT_DIM % 128 == 0, "head dims in KC chunks, output quads");
 static_assert(STAGES >= 2, "a cp.async ring of at least two steps");
 static_assert(sizeof(T) == 4, "the tiled path reads float4 operands: float32");
-static_assert(TILE_ROWS * (KC / 4) == 2 * NUM_THREADS, "a q.K^T step: two q rows and two K rows a thread");
+static_assert(TILE_ROWS * (KC / 4) % NUM_THREADS == 0, "a q.K^T step: whole q and K rows a thread");
 static_assert(STAGES - 1 <= STEPS, "the copies run at most a tile ahead");
 
 // The KV rows of tile `tile` (BLOCK_N positions from `start`; nullptr past the split's end), one
@@ -54,13 +55,13 @@ __device__ __forceinline__ void tile_rows(const Params& p, int b, int start, int
 
 // Issue the copies of step `s` of a tile whose KV rows are `rows` into `buf`; `q_rows`: this
 // thread's two q rows (nullptr for padding rows).
-__device__ __forceinline__ void copy_step(const Params& p, int s, const T* const* rows, const T* const (&q_rows)[2],
+__device__ __forceinline__ void copy_step(const Params& p, int s, const T* const* rows, const T* const (&q_rows)[Q_COPIES],
                                           float* buf) {
   if (s < QK_STEPS) {
     constexpr int QUADS = KC / 4;  // per row of a chunk
     const int c = s * KC + threadIdx.x % QUADS * 4;
 #pragma unroll
-    for (int it = 0; it < 2; ++it) {
+    for (int it = 0; it < Q_COPIES; ++it) {
       const int r = threadIdx.x / QUADS + it * (NUM_THREADS / QUADS);  // a q row and a K position
       float* dst = buf + r * CHUNK_STRIDE + threadIdx.x % QUADS * 4;
       kgen::cp_async_or_zeros<16>(dst, q_rows[it] ? q_rows[it] + c : p.q, !q_rows[it]);
@@ -165,9 +166,9 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, 1) mla_attention(
   const Range range = split_range<NUM_THREADS, BLOCK_N>(p, b, split, num_splits);  // syncs
   const int prefix = range.prefix, begin = range.begin, end = range.end;
   const int num_tiles = (end - begin + BLOCK_N - 1) / BLOCK_N, total = num_tiles * STEPS;
-  const T* q_rows[2];  // the q rows this thread copies
+  const T* q_rows[Q_COPIES];  // the q rows this thread copies
 #pragma unroll
-  for (int it = 0; it < 2; ++it) {
+  for (int it = 0; it < Q_COPIES; ++it) {
     const int r = threadIdx.x / (KC / 4) + it * (NUM_THREADS / (KC / 4));
     q_rows[it] = r < ROWS ? q_row(p, b, r) : nullptr;
   }
