@@ -42,6 +42,7 @@ def pinned_axes(config: Config) -> Axes:
         num_warps=(config.num_warps,),
         vec_width=(config.vec_width,),
         computes=(config.compute,),
+        tiled_stages=(config.smem_stages,),
         stage_tiles=((config.smem_stages, config.block_n),),
         mma_stage_tiles=((config.smem_stages, config.block_n),),
         col_groups=(config.col_groups,),

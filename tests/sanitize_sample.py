@@ -578,6 +578,25 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
             ),
         ]
     ),
+    # The register-tiled float32 path: masks, page sizes 1/16/64, rows short of the block's 64,
+    # splits 1..5 (the fused merge), pipeline depths 2..4 (q.K^T steps of 64 and 32 head dims).
+    *(
+        (spec, Config(vec_width=4, num_warps=8, block_n=64, compute="tiled", **fields))
+        for spec, fields in [
+            (
+                Spec(heads=8, q_len=8, dtype="float32", page_size=64, mask="tree"),
+                dict(heads_per_block=8, kv_splits=3, smem_stages=2),
+            ),
+            (
+                Spec(heads=4, q_len=5, dtype="float32", page_size=16, mask="causal"),
+                dict(heads_per_block=4, kv_splits=1, smem_stages=3),
+            ),
+            (
+                Spec(heads=16, q_len=1, dtype="float32", page_size=1, mask="none"),
+                dict(heads_per_block=16, kv_splits=5, smem_stages=4),
+            ),
+        ]
+    ),
 ]
 
 
@@ -587,8 +606,9 @@ def main() -> int:
         if not pattern.search(f"{spec.short_name()} {config.short_name()}"):
             continue
         w = make_workload(spec, [spec.q_len, spec.q_len + 77, spec.q_len + 300], seed=7)
-        if spec.mask == "tree" and config.compute == MMA:
+        if spec.mask == "tree" and config.compute in (MMA, "tiled"):
             # a draft position whose V is NaN: the tensor-core path's scan + scalar fold runs too
+            # (the tiled path's row-by-row draft P.V)
             length = int(w.seq_lens[1])
             n = length - spec.q_len + spec.q_len - 1
             page = int(w.block_table[1, n // spec.page_size])

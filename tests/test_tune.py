@@ -105,13 +105,22 @@ def test_split_candidates_fill_whole_waves_of_the_compiled_occupancy():
     assert split_candidates(case, config, sm_count=132, blocks_per_sm=1) == [1, 2, 4, 8]
 
 
+def test_float32_defaults_take_the_tiled_path_where_a_block_holds_32_rows():
+    arch = ARCHS["sm_120"]
+    verify = default_config(Spec(heads=64, q_len=8, dtype="float32", mask="tree"), 1, 4096, arch, 188)
+    assert (verify.compute, verify.heads_per_block, verify.smem_stages) == ("tiled", 8, 2)
+    # 16 heads of one token: a tiled block would be three quarters padding
+    decode = default_config(Spec(heads=16, dtype="float32"), 4, 4096, arch, 188)
+    assert decode.compute == "fma"
+
+
 @pytest.mark.parametrize("case", GRID, ids=lambda c: c.name)
 @pytest.mark.parametrize("arch", ["sm_120", "sm_90"])
 def test_default_config_is_valid_for_every_grid_case(case, arch):
     config = default_config(case.spec, case.batch, case.max_len, ARCHS[arch], sm_count=132)
     layout_for(case.spec, config, ARCHS[arch])
     assert config.kv_splits >= 1
-    assert config.compute == ("fma" if case.spec.dtype == "float32" else "mma")
+    assert config.compute == ("tiled" if case.spec.dtype == "float32" else "mma")
     if arch == "sm_120":  # what every sm_120 card runs today: it must fit and not spill
         from kgen.mla import build
 

@@ -1,7 +1,8 @@
 """The default design point when no tuned one exists: a rule of thumb over the layout models.
 
-16-bit dtypes take the tensor-core path; float32 stays on the FMA path (no TF32: its tolerance is
-1e-5). Every candidate goes through `layout_for` for the target arch, so the default respects its
+16-bit dtypes take the tensor-core path; float32 stays on CUDA cores (no TF32: its tolerance is
+1e-5), on the register-tiled path where a block holds at least 32 of its 64 rows, else the
+GEMV-style FMA path. Every candidate goes through `layout_for` for the target arch, so the default respects its
 shared memory (sm_120: 99 KB per block) and stays under its register file.
 """
 
@@ -106,12 +107,37 @@ def _mma_candidates(spec: Spec, batch: int, sm_count: int):
         yield config, 2
 
 
+TILED_MIN_ROWS = 32  # rows a tiled block must hold of its 64 (below, padding is most of its work)
+
+
+def _tiled_candidates(spec: Spec):
+    """The register-tiled float32 block, holding the most heads that give at most 64 rows, its
+    steps two deep: on the H200 (bench/RESULTS.md, eighteenth session) seed-fp32-verify took
+    605 us so (q.K^T steps of 64 head dims, the only depth whose stages fit sm_120 at that
+    width) against 598 three or four deep and 1296 on the GEMV-style FMA path."""
+    for hpb in _divisors_descending(spec.heads):
+        if spec.q_len * hpb <= 64:
+            if spec.q_len * hpb >= TILED_MIN_ROWS:
+                yield Config(
+                    heads_per_block=hpb,
+                    vec_width=4,
+                    smem_stages=2,
+                    num_warps=8,
+                    block_n=64,
+                    compute="tiled",
+                ), 1
+            return
+
+
 def _first_fitting(spec: Spec, arch: Arch, compute: str, batch: int, sm_count: int):
     """The first candidate under the register limit that reaches its blocks per SM; else the
     first under the limit that asks for at most two."""
-    candidates = (
-        _mma_candidates(spec, batch, sm_count) if compute == "mma" else _fma_candidates(spec, arch)
-    )
+    if compute == "mma":
+        candidates = _mma_candidates(spec, batch, sm_count)
+    elif compute == "tiled":
+        candidates = _tiled_candidates(spec)
+    else:
+        candidates = _fma_candidates(spec, arch)
     limit = MMA_REGISTER_TARGET if compute == "mma" else arch.max_regs_per_thread
     fallback = None
     for config, blocks in candidates:
@@ -132,7 +158,7 @@ def default_config(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_coun
     """The first candidate that fits the arch (tensor cores first for 16-bit dtypes; dims they
     cannot tile fall back to FMA), then as many KV splits as one wave of blocks holds (every SM
     at the occupancy the layout allows), and no more."""
-    computes = ("fma",) if spec.dtype == "float32" else ("mma", "fma")
+    computes = ("tiled", "fma") if spec.dtype == "float32" else ("mma", "fma")
     for compute in computes:
         found = _first_fitting(spec, arch, compute, batch, sm_count)
         if found is not None:

@@ -55,9 +55,9 @@ def add_sweep_parser(commands) -> None:
     p.add_argument(
         "--compute",
         nargs="+",
-        choices=["fma", "mma"],
-        default=["fma", "mma"],
-        help="compute paths to sweep (mma: 16-bit dtypes only)",
+        choices=["fma", "mma", "tiled"],
+        default=["fma", "mma", "tiled"],
+        help="compute paths to sweep (mma: 16-bit dtypes only; tiled: float32 only)",
     )
     for field, help in MMA_AXES.items():
         p.add_argument(

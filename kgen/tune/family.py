@@ -46,7 +46,7 @@ DENSE = Family(
     ),
     splits=split_candidates,
     bucket=lambda case: bucket(case.batch, case.max_len),
-    held_to_no_spills=lambda config: config.compute == "mma",  # the FMA path is not
+    held_to_no_spills=lambda config: config.compute in ("mma", "tiled"),  # the FMA path is not
 )
 
 SPARSE = Family(

@@ -29,7 +29,8 @@ class Axes:
     num_warps: tuple[int, ...] = (4, 8)
     vec_width: tuple[int, ...] | None = None
     stage_tiles: tuple[tuple[int, int], ...] = STAGE_TILES
-    computes: tuple[str, ...] = ("fma", "mma")
+    computes: tuple[str, ...] = ("fma", "mma", "tiled")
+    tiled_stages: tuple[int, ...] = (2, 3, 4)  # compute='tiled' (float32): its pipeline depths
     mma_stage_tiles: tuple[tuple[int, int], ...] = MMA_STAGE_TILES
     col_groups: tuple[int, ...] = (2, 4, 8)
     min_blocks: tuple[int, ...] = (0, 1)
@@ -105,7 +106,8 @@ def case_from_dict(c: dict) -> Case:
 
 def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
     """Every combination of the axes (kv_splits left at 1: it is chosen at run time). The
-    tensor-core path is enumerated for 16-bit dtypes only."""
+    tensor-core path is enumerated for 16-bit dtypes only, the register-tiled one for float32
+    (its block is fixed: 8 warps, tiles of 64, float4 copies; at most 64 rows)."""
     hpbs = axes.heads_per_block or tuple(d for d in range(1, spec.heads + 1) if spec.heads % d == 0)
     configs = []
     if "fma" in axes.computes:
@@ -116,6 +118,20 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
             for w in axes.num_warps
             for v in vecs
             for st, n in axes.stage_tiles
+        ]
+    if "tiled" in axes.computes and spec.dtype == "float32":
+        configs += [
+            Config(
+                heads_per_block=h,
+                vec_width=4,
+                smem_stages=st,
+                num_warps=8,
+                block_n=64,
+                compute="tiled",
+            )
+            for h in hpbs
+            if h * spec.q_len <= 64
+            for st in axes.tiled_stages
         ]
     if "mma" in axes.computes and spec.dtype != "float32":
         configs += [
