@@ -3,7 +3,7 @@
 
 The block is fixed by the kernel: 8 warps of 8 query rows (at most 64 rows: q_len x
 heads_per_block), KV tiles of 64 positions, each tile a pipeline of head-dim chunks of q and K
-(32 dims) and then of V rows (8 positions) through `smem_stages` cp.async ring buffers. `plan_tiled`
+(64 or 32 dims) and then of V rows (16 or 8 positions) through `smem_stages` cp.async ring buffers. `plan_tiled`
 refuses what cannot work (ConfigError); the register estimate is only a pruning hint.
 """
 
@@ -19,7 +19,7 @@ WARPS = 8
 TILE_ROWS = 64
 BLOCK_N = 64
 QK_CHUNKS = (64, 32)  # head dims of a q.K^T step: the widest whose stages fit
-VC, PAD = 8, 4  # P.V step positions, row padding (floats)
+PAD = 4  # floats after each q and K row of a step: conflict-free float4 reads
 REGISTER_OVERHEAD = 40
 
 
@@ -28,7 +28,7 @@ class TiledLayout:
     rows: int  # query rows per block: q_len * heads_per_block (padded to TILE_ROWS)
     qk_chunk: int  # head dims of q and K per pipeline step
     threads: int
-    stage_bytes: int  # one ring buffer: a q and a K chunk, or VC V rows
+    stage_bytes: int  # one ring buffer: a q and a K chunk, or 8 or 16 V rows
     p_bytes: int  # the warps' P tiles
     dynamic_smem: int
     registers_estimate: int  # per thread, before compiling (a pruning hint, not a promise)
@@ -91,7 +91,9 @@ def plan_tiled(spec: Spec, config: Config, arch: Arch) -> TiledLayout:
     p_bytes = WARPS * BLOCK_N * 8 * 4
     fixed = p_bytes + TILE_ROWS * 8 + 2 * BLOCK_N * 8  # P, draft bits, KV row pointers
     for kc in QK_CHUNKS:
-        stage_bytes = max(2 * TILE_ROWS * (kc + PAD), VC * spec.latent_dim) * 4
+        qk_floats = 2 * TILE_ROWS * (kc + PAD)
+        vc = 16 if qk_floats >= 16 * spec.latent_dim else 8  # V rows a P.V step (the kernel's VC)
+        stage_bytes = max(qk_floats, vc * spec.latent_dim) * 4
         smem = config.smem_stages * stage_bytes + fixed
         if spec.head_dim % kc == 0 and smem <= arch.smem_per_block:
             break

@@ -12,7 +12,7 @@
 // issue slots on loads and butterflies).
 //
 // A tile is STEPS pipeline steps: QK_STEPS chunks of q and K columns [c KC, c KC + KC), then
-// PV_STEPS chunks of VC V rows. Each step's operands come by cp.async into one of STAGES ring
+// PV_STEPS chunks of V_ROWS V rows. Each step's operands come by cp.async into one of STAGES ring
 // buffers, STAGES - 1 steps ahead, behind one block barrier per step. (q is copied again for every
 // tile: 64 rows of 576 floats do not fit beside the pipeline in sm_120's 99 KB; L2 serves them.)
 // Masked positions and positions past the split's end get p = 0; draft positions also leave out
@@ -23,16 +23,17 @@ namespace mla {
 constexpr int NUM_THREADS = NUM_WARPS * 32;
 constexpr int TILE_ROWS = 64;  // rows of a block, padded
 constexpr int KC = QK_CHUNK;   // head dims per q.K^T step (kgen.mla.tiled_layout)
-constexpr int VC = 8;          // V rows per P.V step
 constexpr int PAD = 4;         // floats after each KC-wide row: conflict-free float4 reads
 constexpr int QK_STEPS = HEAD_DIM / KC;
-constexpr int PV_STEPS = BLOCK_N / VC;
-constexpr int STEPS = QK_STEPS + PV_STEPS;
 constexpr int O_QUADS = LATENT_DIM / 128;  // float4 output quads per lane and row
 constexpr int CHUNK_STRIDE = KC + PAD;
-constexpr int Q_COPIES = TILE_ROWS * (KC / 4) / NUM_THREADS;  // q rows (and K rows) a thread copies a step
 constexpr int QK_FLOATS = TILE_ROWS * CHUNK_STRIDE;  // one of q's and one of K's chunks
-constexpr int STAGE_FLOATS = 2 * QK_FLOATS > VC * LATENT_DIM ? 2 * QK_FLOATS : VC * LATENT_DIM;
+// V rows per P.V step: 16 where they fit the q.K^T step's buffer (64-dim steps), else 8
+constexpr int V_ROWS = 2 * QK_FLOATS >= 16 * LATENT_DIM ? 16 : 8;
+constexpr int PV_STEPS = BLOCK_N / V_ROWS;
+constexpr int STEPS = QK_STEPS + PV_STEPS;
+constexpr int Q_COPIES = TILE_ROWS * (KC / 4) / NUM_THREADS;  // q rows (and K rows) a thread copies a step
+constexpr int STAGE_FLOATS = 2 * QK_FLOATS > V_ROWS * LATENT_DIM ? 2 * QK_FLOATS : V_ROWS * LATENT_DIM;
 constexpr int P_FLOATS = BLOCK_N * 8;  // a warp's P, [position][row]
 
 static_assert(NUM_WARPS == 8 && BLOCK_N == 64, "8 warps of 8 rows, tiles of 64 positions");
@@ -72,9 +73,9 @@ __device__ __forceinline__ void copy_step(const Params& p, int s, const T* const
     constexpr int QUADS = LATENT_DIM / 4;
     const int c = threadIdx.x % QUADS * 4;
 #pragma unroll
-    for (int it = 0; it < VC * QUADS / NUM_THREADS; ++it) {
+    for (int it = 0; it < V_ROWS * QUADS / NUM_THREADS; ++it) {
       const int v = threadIdx.x / QUADS + it * (NUM_THREADS / QUADS);
-      const T* x = rows[(s - QK_STEPS) * VC + v];
+      const T* x = rows[(s - QK_STEPS) * V_ROWS + v];
       kgen::cp_async_or_zeros<16>(buf + v * LATENT_DIM + c, x ? x + c : p.kv, !x);
     }
   }
@@ -103,14 +104,14 @@ __device__ __forceinline__ void qk_step(const float* buf, int warp, int h, int p
   }
 }
 
-// One P.V step: o[r] += P[r][position] V[position] over the chunk's VC positions (from `first`,
+// One P.V step: o[r] += P[r][position] V[position] over the chunk's V_ROWS positions (from `first`,
 // the chunk's first position in the tile). With `drafts`, a row adds a draft position only where
 // it sees it (its bit in drafts_s; `draft0` is the tile position of draft 0).
 template <bool DRAFTS>
 __device__ __forceinline__ void pv_step(const float* buf, const float* pw, int first, int lane, float (&o)[8][O_QUADS][4],
                                         const unsigned long long* drafts_s, int warp, int draft0) {
 #pragma unroll
-  for (int v = 0; v < VC; ++v) {
+  for (int v = 0; v < V_ROWS; ++v) {
     const float4 p0 = *reinterpret_cast<const float4*>(pw + (first + v) * 8);
     const float4 p1 = *reinterpret_cast<const float4*>(pw + (first + v) * 8 + 4);
     const float pr[8] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
@@ -254,8 +255,8 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, 1) mla_attention(
         __syncwarp();  // P whole for the warp's P.V steps
       }
     } else {
-      const int first = (step - QK_STEPS) * VC;
-      if (MASK_KIND != MASK_NONE && start + first + VC > prefix) {
+      const int first = (step - QK_STEPS) * V_ROWS;
+      if (MASK_KIND != MASK_NONE && start + first + V_ROWS > prefix) {
         pv_step<true>(buf, pw, first, lane, o, drafts_s, warp, prefix - start);
       } else {
         pv_step<false>(buf, pw, first, lane, o, drafts_s, warp, 0);
