@@ -24,10 +24,20 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> int:
     name, stages, splits = sys.argv[1], int(sys.argv[2]), [int(s) for s in sys.argv[3:]]
     case = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}[name]
-    hpb = max(h for h in range(1, case.spec.heads + 1)
-              if case.spec.heads % h == 0 and h * case.spec.q_len <= 64)
-    config = Config(heads_per_block=hpb, kv_splits=splits[0], vec_width=4, smem_stages=stages,
-                    num_warps=8, block_n=64, compute="tiled")
+    hpb = max(
+        h
+        for h in range(1, case.spec.heads + 1)
+        if case.spec.heads % h == 0 and h * case.spec.q_len <= 64
+    )
+    config = Config(
+        heads_per_block=hpb,
+        kv_splits=splits[0],
+        vec_width=4,
+        smem_stages=stages,
+        num_warps=8,
+        block_n=64,
+        compute="tiled",
+    )
     compile_space([(case.spec, config)], resolve_arch("native").name)
     for r in Trials().variant(case, config, splits, seed=3, reps=10):
         summary = {k: r.get(k) for k in ("status", "median_us", "error", "detail")}

@@ -91,7 +91,10 @@ def main() -> int:
         (r,) = trials.variant(grid[case], config, [config.kv_splits], seed=3, reps=args.reps)
         summary = {k: r.get(k) for k in ("status", "median_us", "error")}
         shape = {"batch": grid[case].batch}
-        print(json.dumps({"case": name, "config": config.short_name(), **shape, **summary}), flush=True)
+        print(
+            json.dumps({"case": name, "config": config.short_name(), **shape, **summary}),
+            flush=True,
+        )
     return 0
 
 

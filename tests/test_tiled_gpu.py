@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from kgen.arch import resolve_arch
 from kgen.mla import Config, Spec, build
 from kgen.mla.workload import make_workload
+
 from .mla_helpers import reference_for, run_poisoned, to_numpy
 from .reference import check_attention
 from .strategies import configs, seq_lens, specs
@@ -56,7 +57,12 @@ def test_tiled_nonfinite_draft_kv_reaches_only_the_rows_that_see_it(value, split
     it may change (0 x Inf would be NaN in P.V)."""
     spec = Spec(heads=8, q_len=6, dtype="float32", page_size=16, mask="tree")
     config = Config(
-        heads_per_block=8, kv_splits=splits, vec_width=4, smem_stages=3, num_warps=8, block_n=64,
+        heads_per_block=8,
+        kv_splits=splits,
+        vec_width=4,
+        smem_stages=3,
+        num_warps=8,
+        block_n=64,
         compute="tiled",
     )
     w = make_workload(spec, [6 + 50, 6 + 130], seed=11)

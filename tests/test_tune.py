@@ -107,7 +107,9 @@ def test_split_candidates_fill_whole_waves_of_the_compiled_occupancy():
 
 def test_float32_defaults_take_the_tiled_path_where_a_block_holds_32_rows():
     arch = ARCHS["sm_120"]
-    verify = default_config(Spec(heads=64, q_len=8, dtype="float32", mask="tree"), 1, 4096, arch, 188)
+    verify = default_config(
+        Spec(heads=64, q_len=8, dtype="float32", mask="tree"), 1, 4096, arch, 188
+    )
     assert (verify.compute, verify.heads_per_block, verify.smem_stages) == ("tiled", 8, 2)
     # 16 heads of one token: a tiled block would be three quarters padding
     decode = default_config(Spec(heads=16, dtype="float32"), 4, 4096, arch, 188)

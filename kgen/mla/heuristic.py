@@ -2,8 +2,8 @@
 
 16-bit dtypes take the tensor-core path; float32 stays on CUDA cores (no TF32: its tolerance is
 1e-5), on the register-tiled path where a block holds at least 32 of its 64 rows, else the
-GEMV-style FMA path. Every candidate goes through `layout_for` for the target arch, so the default respects its
-shared memory (sm_120: 99 KB per block) and stays under its register file.
+GEMV-style FMA path. Every candidate goes through `layout_for` for the target arch, so the
+default respects its shared memory (sm_120: 99 KB per block) and stays under its register file.
 """
 
 from __future__ import annotations
@@ -118,14 +118,17 @@ def _tiled_candidates(spec: Spec):
     for hpb in _divisors_descending(spec.heads):
         if spec.q_len * hpb <= 64:
             if spec.q_len * hpb >= TILED_MIN_ROWS:
-                yield Config(
-                    heads_per_block=hpb,
-                    vec_width=4,
-                    smem_stages=2,
-                    num_warps=8,
-                    block_n=64,
-                    compute="tiled",
-                ), 1
+                yield (
+                    Config(
+                        heads_per_block=hpb,
+                        vec_width=4,
+                        smem_stages=2,
+                        num_warps=8,
+                        block_n=64,
+                        compute="tiled",
+                    ),
+                    1,
+                )
             return
 
 

@@ -123,8 +123,9 @@ def _round_up(x: int, unit: int) -> int:
 
 def layout_for(spec: Spec, config: Config, arch: Arch):
     """The block layout of this variant on `arch` (a Layout for compute='fma', an MMALayout for
-    'mma', a TiledLayout for 'tiled'), or ConfigError saying why it cannot work. A register estimate over the arch's limit
-    is not a refusal: ptxas may do better, and spills are reported, not forbidden."""
+    'mma', a TiledLayout for 'tiled'), or ConfigError saying why it cannot work. A register
+    estimate over the arch's limit is not a refusal: ptxas may do better, and spills are
+    reported, not forbidden."""
     if config.compute == "mma":
         from kgen.mla.mma_layout import plan_mma
 

@@ -132,9 +132,7 @@ def compiled_fields(config: Config) -> dict:
     return {k: v for k, v in config.to_dict().items() if k != "kv_splits"}
 
 
-def mla_program(
-    spec: Spec, config: Config, layout: Layout | MMALayout | TiledLayout
-) -> Program:
+def mla_program(spec: Spec, config: Config, layout: Layout | MMALayout | TiledLayout) -> Program:
     return render_program(
         name=f"mla_{spec.short_name()}_{config.short_name()}",
         template=TEMPLATES[config.compute],

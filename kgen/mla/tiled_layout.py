@@ -3,8 +3,9 @@
 
 The block is fixed by the kernel: 8 warps of 8 query rows (at most 64 rows: q_len x
 heads_per_block), KV tiles of 64 positions, each tile a pipeline of head-dim chunks of q and K
-(64 or 32 dims) and then of V rows (16 or 8 positions) through `smem_stages` cp.async ring buffers. `plan_tiled`
-refuses what cannot work (ConfigError); the register estimate is only a pruning hint.
+(64 dims where `smem_stages` such buffers fit the arch, else 32) and then of V rows (16 or 8
+positions) through the cp.async ring buffers. `plan_tiled` refuses what cannot work
+(ConfigError); the register estimate is only a pruning hint.
 """
 
 from __future__ import annotations
