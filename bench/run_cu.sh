@@ -5,7 +5,7 @@
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
-: timeout 240 python3 -m pytest -q -x tests/test_tiled_gpu.py > "$out/tiled-tests.log" 2>&1
+timeout 240 python3 -m pytest -q -x tests/test_tiled_gpu.py > "$out/tiled-tests.log" 2>&1
 echo "tiled tests exit $?"; tail -3 "$out/tiled-tests.log"
 for st in 2 3 4; do
   timeout 120 python3 bench/tiled_probe.py seed-fp32-verify $st 16 8 32 >> "$out/tiled.jsonl" 2>> "$out/tiled.err"
