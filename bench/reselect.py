@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgen.mla import Config, Spec  # noqa: E402
+from kgen.mla.spec import COMPUTES  # noqa: E402
 from kgen.mla.tuning import code_stamp  # noqa: E402
 from kgen.tune.sweep import fits_targets  # noqa: E402
 
@@ -52,7 +53,7 @@ def config_named(name: str, kv_splits: int) -> Config:
     """The Config whose short_name() is `name`, with kv_splits."""
     fields: dict = {"kv_splits": kv_splits}
     for token in name.split("_"):
-        if token in ("fma", "mma"):
+        if token in COMPUTES:
             fields["compute"] = token
         elif token in _NAME_FLAGS:
             fields[_NAME_FLAGS[token]] = 1

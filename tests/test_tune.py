@@ -274,8 +274,8 @@ def test_shipped_tuning_is_current_and_fits_sm120():
 
 def test_every_shipped_trial_name_reads_back_as_its_config():
     """bench/reselect.py re-picks an entry from its trials' names: every dense trial of the
-    shipped database (PDL merges and specialised roles among them) parses back to a Config whose
-    short name it is."""
+    shipped database (PDL merges, specialised roles and the tiled path among them) parses back
+    to a Config whose short name it is."""
     from kgen.mla.tuning import SHIPPED
 
     sys.path.insert(0, str(ROOT / "bench"))
@@ -288,6 +288,7 @@ def test_every_shipped_trial_name_reads_back_as_its_config():
         for name, splits, _ in entry["trials"]
     ]
     assert any(n.endswith("_pc_ws") for n, _ in trials) and any("_pc" in n for n, _ in trials)
+    assert any(n.endswith("_tiled") for n, _ in trials)
     for name, splits in trials:
         config = config_named(name, splits)
         assert (config.short_name(), config.kv_splits) == (name, splits)
