@@ -7,12 +7,15 @@ export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
 timeout 200 python3 -m pytest -q -x tests/test_tiled_gpu.py > "$out/tiled-tests.log" 2>&1
 echo "tiled tests exit $?"; tail -2 "$out/tiled-tests.log"
 for st in ${STAGES_LIST:-3 4}; do
-  timeout 120 python3 bench/tiled_probe.py seed-fp32-verify $st ${SPLITS_LIST:-16} >> "$out/tiled.jsonl" 2>> "$out/tiled.err"
+  for s in ${SPLITS_LIST:-16}; do
+    timeout 120 python3 bench/time_shipped.py --reps 10 "seed-fp32-verify:compute=tiled,heads_per_block=8,vec_width=4,num_warps=8,block_n=64,smem_stages=$st,kv_splits=$s" \
+      >> "$out/tiled.jsonl" 2>> "$out/tiled.err"
+  done
 done
 python3 - "$out/tiled.jsonl" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    print(f"{r['config']:40s} s{r.get('kv_splits', '-')} {r['status']} {r.get('median_us') or 0:.1f} err={r.get('error')} {str(r.get('detail') or '')[:200]}")
+    print(f"{r['case'].split(',', 1)[-1]:40s} {r['status']} {r.get('median_us') or 0:.1f} err={r.get('error')}")
 PY
 tail -3 "$out/tiled.err"

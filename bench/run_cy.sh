@@ -8,13 +8,16 @@ export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
 timeout 200 python3 -m pytest -q -x tests/test_tiled_gpu.py > "$out/tiled-tests.log" 2>&1
 echo "tiled tests exit $?"; tail -1 "$out/tiled-tests.log"
 for st in 2 3; do
-  timeout 120 python3 bench/tiled_probe.py seed-fp32-verify $st 16 33 >> "$out/tiled.jsonl" 2>> "$out/tiled.err"
+  for s in 16 33; do
+    timeout 120 python3 bench/time_shipped.py --reps 10 "seed-fp32-verify:compute=tiled,heads_per_block=8,vec_width=4,num_warps=8,block_n=64,smem_stages=$st,kv_splits=$s" \
+      >> "$out/tiled.jsonl" 2>> "$out/tiled.err"
+  done
 done
 python3 - "$out/tiled.jsonl" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    print(f"{r['config']:40s} s{r.get('kv_splits', '-')} {r['status']} {r.get('median_us') or 0:.1f} err={r.get('error')}")
+    print(f"{r['case'].split(',', 1)[-1]:40s} {r['status']} {r.get('median_us') or 0:.1f} err={r.get('error')}")
 PY
 timeout 200 python3 -m kgen sweep --grid bench/grid.json --case seed-fp32-verify --compute tiled \
   --heads-per-block 8 4 --reps 10 --db "$out/tiled-db.json" --out /tmp/sweep > "$out/sweep.log" 2>&1

@@ -15,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgen.mla import Config, Spec, build  # noqa: E402
+from kgen.mla.tiled_layout import tiled_config  # noqa: E402
 from kgen.mla.workload import make_workload  # noqa: E402
 from tests.mla_helpers import reference_for, run_poisoned, to_numpy  # noqa: E402
 from tests.reference import check_attention  # noqa: E402
@@ -579,23 +580,19 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
         ]
     ),
     # The register-tiled float32 path: masks, page sizes 1/16/64, rows short of the block's 64,
-    # splits 1..5 (the fused merge), pipeline depths 2..4 (q.K^T steps of 64 and 32 head dims).
-    *(
-        (spec, Config(vec_width=4, num_warps=8, block_n=64, compute="tiled", **fields))
-        for spec, fields in [
-            (
-                Spec(heads=8, q_len=8, dtype="float32", page_size=64, mask="tree"),
-                dict(heads_per_block=8, kv_splits=3, smem_stages=2),
-            ),
-            (
-                Spec(heads=4, q_len=5, dtype="float32", page_size=16, mask="causal"),
-                dict(heads_per_block=4, kv_splits=1, smem_stages=3),
-            ),
-            (
-                Spec(heads=16, q_len=1, dtype="float32", page_size=1, mask="none"),
-                dict(heads_per_block=16, kv_splits=5, smem_stages=4),
-            ),
-        ]
+    # splits 1..5 (the fused merge), pipeline depths 2..4 (q.K^T steps of 64 head dims on the
+    # H200, whose shared memory holds them; sm_120 takes 32 at depths 3 and 4).
+    (
+        Spec(heads=8, q_len=8, dtype="float32", page_size=64, mask="tree"),
+        tiled_config(8, smem_stages=2, kv_splits=3),
+    ),
+    (
+        Spec(heads=4, q_len=5, dtype="float32", page_size=16, mask="causal"),
+        tiled_config(4, smem_stages=3, kv_splits=1),
+    ),
+    (
+        Spec(heads=16, q_len=1, dtype="float32", page_size=1, mask="none"),
+        tiled_config(16, smem_stages=4, kv_splits=5),
     ),
 ]
 

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from kgen.arch import Arch
 from kgen.mla import Config, ConfigError, Spec, layout_for
+from kgen.mla.tiled_layout import tiled_config, tiled_heads
 
 HEADS = [1, 2, 3, 4, 6, 8, 16]
 PAGE_SIZES = [1, 3, 16, 64, 128]
@@ -43,7 +44,7 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma", "tiled")):
     sixteen = tuple(c for c in computes if c != "tiled") or ("mma",)
     compute = draw(st.sampled_from(float32 if spec.dtype == "float32" else sixteen))
     if compute == "tiled":
-        return tiled_config(draw, spec)
+        return tiled_configs(draw, spec)
     if compute == "mma":
         warps = draw(st.sampled_from([1, 2, 4, 8]))
         shared = dict(  # what both row layouts take alike
@@ -94,17 +95,12 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma", "tiled")):
     )
 
 
-def tiled_config(draw, spec: Spec) -> Config:
-    """A compute='tiled' Config (its block is fixed: 8 warps, tiles of 64, float4 copies)."""
-    fitting = [h for h in divisors(spec.heads) if h * spec.q_len <= 64] or [1]
-    return Config(
-        heads_per_block=draw(st.sampled_from(fitting)),
-        kv_splits=draw(st.sampled_from(SPLITS)),
-        vec_width=4,
+def tiled_configs(draw, spec: Spec) -> Config:
+    """A compute='tiled' Config (the kernel fixes the rest of its block)."""
+    return tiled_config(
+        draw(st.sampled_from(tiled_heads(spec))),
         smem_stages=draw(st.integers(2, 4)),
-        num_warps=8,
-        block_n=64,
-        compute="tiled",
+        kv_splits=draw(st.sampled_from(SPLITS)),
     )
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from kgen.arch import resolve_arch
 from kgen.mla import Config, ConfigError, Spec, build, layout_for
+from kgen.mla.tiled_layout import tiled_config
 from kgen.mla.workload import make_workload
 
 from .conftest import GPU
@@ -256,14 +257,24 @@ MMA_SAMPLE = [
 ]
 
 
-@pytest.mark.parametrize("config", MMA_SAMPLE, ids=lambda c: c.short_name())
+# The paths whose P.V multiplies every row's P by every V row (0 x Inf = NaN): the tensor cores
+# (the scan + scalar fold) and the tiled float32 path (its row-by-row draft steps), one and three
+# splits of the latter
+NONFINITE_SAMPLE = [("bfloat16", config) for config in MMA_SAMPLE] + [
+    ("float32", tiled_config(8, smem_stages=3, kv_splits=splits)) for splits in (1, 3)
+]
+
+
+@pytest.mark.parametrize(
+    "dtype,config", NONFINITE_SAMPLE, ids=lambda x: x if isinstance(x, str) else x.short_name()
+)
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
-def test_nonfinite_draft_kv_reaches_only_the_rows_that_see_it(config, value):
-    """Tensor cores compute 0 * Inf = NaN: a draft position some rows must not see holds Inf/NaN
-    in V, yet only the rows that see it may change (the scan + scalar path)."""
+def test_nonfinite_draft_kv_reaches_only_the_rows_that_see_it(dtype, config, value):
+    """A draft position some rows must not see holds Inf/NaN in V, yet only the rows that see it
+    may change."""
     import torch
 
-    spec = Spec(heads=8, q_len=6, dtype="bfloat16", page_size=16, mask="tree")
+    spec = Spec(heads=8, q_len=6, dtype=dtype, page_size=16, mask="tree")
     w = make_workload(spec, [6 + 50, 6 + 130], seed=11)
     tree = torch.tensor(
         [
@@ -284,7 +295,7 @@ def test_nonfinite_draft_kv_reaches_only_the_rows_that_see_it(config, value):
         w.kv_cache[page, n % 16, : spec.latent_dim] = value
     out, lse = run_poisoned(build(spec, config, "native"), w)
     if value != value:
-        check_attention(*to_numpy(out, lse), *reference_for(w), "bfloat16")
+        check_attention(*to_numpy(out, lse), *reference_for(w), dtype)
     bad = out.float().isnan() | out.float().isinf()
     rows = bad.any(dim=-1).any(dim=-1)  # [B, T]
     assert rows[:, [3, 5]].all() and not rows[:, [0, 1, 2, 4]].any()

@@ -13,6 +13,7 @@ import math
 from kgen.arch import Arch
 from kgen.mla.layout import ConfigError, layout_for
 from kgen.mla.spec import Config, Spec
+from kgen.mla.tiled_layout import tiled_config, tiled_heads
 
 ROWS_PER_WARP_TARGET = 4  # FMA: q.k and p.v registers stay well under the 255 limit
 MMA_MAX_M_TILES = 2  # rows per block the tensor-core default amortises a KV tile over
@@ -111,25 +112,14 @@ TILED_MIN_ROWS = 32  # rows a tiled block must hold of its 64 (below, padding is
 
 
 def _tiled_candidates(spec: Spec):
-    """The register-tiled float32 block, holding the most heads that give at most 64 rows, its
-    steps two deep: on the H200 (bench/RESULTS.md, eighteenth session) seed-fp32-verify took
-    605 us so (q.K^T steps of 64 head dims, the only depth whose stages fit sm_120 at that
-    width) against 598 three or four deep and 1296 on the GEMV-style FMA path."""
-    for hpb in _divisors_descending(spec.heads):
-        if spec.q_len * hpb <= 64:
-            if spec.q_len * hpb >= TILED_MIN_ROWS:
-                yield (
-                    Config(
-                        heads_per_block=hpb,
-                        vec_width=4,
-                        smem_stages=2,
-                        num_warps=8,
-                        block_n=64,
-                        compute="tiled",
-                    ),
-                    1,
-                )
-            return
+    """The register-tiled float32 block holding the most heads that give at most 64 rows, where
+    they are at least TILED_MIN_ROWS, its steps two deep: on the H200 (bench/RESULTS.md,
+    eighteenth session) seed-fp32-verify took 604 us so (q.K^T steps of 64 head dims, the only
+    depth whose stages fit sm_120 at that width) against 602 three deep and 1296 on the
+    GEMV-style FMA path."""
+    fitting = tiled_heads(spec)
+    if fitting and spec.q_len * fitting[0] >= TILED_MIN_ROWS:
+        yield tiled_config(fitting[0], smem_stages=2), 1
 
 
 def _first_fitting(spec: Spec, arch: Arch, compute: str, batch: int, sm_count: int):

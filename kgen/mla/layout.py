@@ -51,6 +51,25 @@ def refuse_pdl_below_sm90(config, arch: Arch, refuse) -> None:
         )
 
 
+# The axes only the tensor-core path has: a CUDA-core path (FMA, tiled) takes each at 0
+MMA_ONLY_AXES = (
+    "min_blocks",
+    "qk_ahead",
+    "split_reduce",
+    "split_softmax",
+    "swap_rows",
+    "pdl_combine",
+    "specialize",
+)
+
+
+def refuse_mma_only_axes(config, refuse, path: str) -> None:
+    """Refuse (through `refuse`) the first tensor-core-only axis `config` sets on `path`."""
+    for field in MMA_ONLY_AXES:
+        if getattr(config, field):
+            refuse(field, f"applies to compute='mma' only; {path} takes 0")
+
+
 def mma_warp_grid(latent_dim: int, config, rows: int, refuse) -> tuple[int, int, int]:
     """(m_tiles, row_groups, warp_m) of the tensor-core paths' warp grid: num_warps /
     col_groups row groups share `rows` rows padded to m16 tiles, col_groups split the output
@@ -140,20 +159,7 @@ def layout_for(spec: Spec, config: Config, arch: Arch):
 def plan_fma(spec: Spec, config: Config, arch: Arch) -> Layout:
     refuse = refuser(spec, config, arch)
     vec, esize = config.vec_width, spec.elem_bytes
-    if config.min_blocks:
-        refuse("min_blocks", "applies to compute='mma' only; the FMA path takes 0")
-    if config.qk_ahead:
-        refuse("qk_ahead", "applies to compute='mma' only; the FMA path takes 0")
-    if config.split_reduce:
-        refuse("split_reduce", "applies to compute='mma' only; the FMA path takes 0")
-    if config.split_softmax:
-        refuse("split_softmax", "applies to compute='mma' only; the FMA path takes 0")
-    if config.swap_rows:
-        refuse("swap_rows", "applies to compute='mma' only; the FMA path takes 0")
-    if config.pdl_combine:
-        refuse("pdl_combine", "applies to compute='mma' only; the FMA path takes 0")
-    if config.specialize:
-        refuse("specialize", "applies to compute='mma' only; the FMA path takes 0")
+    refuse_mma_only_axes(config, refuse, "the FMA path")
     if spec.heads % config.heads_per_block:
         refuse("heads_per_block", f"must divide heads={spec.heads}")
     if vec * esize > MAX_LOAD_BYTES:

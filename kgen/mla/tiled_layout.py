@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgen.arch import Arch
-from kgen.mla.layout import combine_smem, refuser
+from kgen.mla.layout import combine_smem, refuse_mma_only_axes, refuser
 from kgen.mla.spec import Config, Spec
 
 WARPS = 8
@@ -35,19 +35,30 @@ class TiledLayout:
     registers_estimate: int  # per thread, before compiling (a pruning hint, not a promise)
 
     @property
-    def main_smem(self) -> int:
-        """Shared memory of the main loop (the fused combine reuses it)."""
-        return self.dynamic_smem
-
-    @property
     def q_placement(self) -> str:
         """Where q's operands come from: shared memory, a chunk per step."""
         return "shared"
 
-    @property
-    def padding(self) -> float:
-        """Fraction of the block's rows that are padding."""
-        return 1 - self.rows / TILE_ROWS
+
+def tiled_heads(spec: Spec) -> list[int]:
+    """The heads_per_block values whose rows (q_len each) fit one tiled block, most first."""
+    return [
+        h for h in range(spec.heads, 0, -1) if spec.heads % h == 0 and spec.q_len * h <= TILE_ROWS
+    ]
+
+
+def tiled_config(heads_per_block: int, smem_stages: int, kv_splits: int = 1) -> Config:
+    """A compute='tiled' Config: the kernel fixes the rest of the block (8 warps, tiles of 64
+    positions, float4 copies)."""
+    return Config(
+        heads_per_block=heads_per_block,
+        kv_splits=kv_splits,
+        vec_width=4,
+        smem_stages=smem_stages,
+        num_warps=WARPS,
+        block_n=BLOCK_N,
+        compute="tiled",
+    )
 
 
 def plan_tiled(spec: Spec, config: Config, arch: Arch) -> TiledLayout:
@@ -58,14 +69,7 @@ def plan_tiled(spec: Spec, config: Config, arch: Arch) -> TiledLayout:
             f"'tiled' reads float4 operands: float32 only, not {spec.dtype} (16-bit inputs take "
             "'mma')",
         )
-    for field in ("min_blocks", "qk_ahead", "split_reduce", "split_softmax", "swap_rows"):
-        if getattr(config, field):
-            refuse(field, "applies to compute='mma' only; the tiled path takes 0")
-    if config.pdl_combine or config.specialize:
-        refuse(
-            "pdl_combine" if config.pdl_combine else "specialize",
-            "applies to compute='mma' only; the tiled path takes 0",
-        )
+    refuse_mma_only_axes(config, refuse, "the tiled path")
     if spec.heads % config.heads_per_block:
         refuse("heads_per_block", f"must divide heads={spec.heads}")
     rows = spec.q_len * config.heads_per_block

@@ -11,6 +11,7 @@ from pathlib import Path
 from kgen.arch import Arch
 from kgen.mla import Config, ConfigError, SparseSpec, Spec, layout_for
 from kgen.mla.heuristic import widest_vec
+from kgen.mla.tiled_layout import tiled_config, tiled_heads
 from kgen.mla.tuning import family_of_spec
 
 # (smem_stages, block_n): registers-only with a few positions in flight, one shared tile, and
@@ -120,19 +121,8 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
             for st, n in axes.stage_tiles
         ]
     if "tiled" in axes.computes and spec.dtype == "float32":
-        configs += [
-            Config(
-                heads_per_block=h,
-                vec_width=4,
-                smem_stages=st,
-                num_warps=8,
-                block_n=64,
-                compute="tiled",
-            )
-            for h in hpbs
-            if h * spec.q_len <= 64
-            for st in axes.tiled_stages
-        ]
+        fitting = set(tiled_heads(spec))
+        configs += [tiled_config(h, st) for h in hpbs if h in fitting for st in axes.tiled_stages]
     if "mma" in axes.computes and spec.dtype != "float32":
         configs += [
             Config(
