@@ -14,6 +14,11 @@ Knock-outs (join several with '+'):
   nocomb  no split-KV combine (each split writes its partial and leaves)
   early   pdl_combine: the attention kernel lets mla_combine launch at its start, not its end
   notrig  pdl_combine: no explicit trigger (mla_combine launches as the attention blocks exit)
+The tiled float32 path (compute='tiled'):
+  tkcast  q.K^T's K quads read by 4 distinct positions a warp, not 16 (1 shared-memory wavefront
+          a load, not 2: the traffic of a 32 x 16 warp tile of scores)
+  tvcast  P.V's V quads read by 16 distinct lanes, not 32 (2 wavefronts a load, not 4)
+  tnobar  no block barrier between the pipeline's steps (racy: timing only)
 
     PYTHONPATH=. python3 bench/knockout.py [--reps N] CASE[:field=value,...]@KO[+KO...] ...
 (CASE alone, or CASE@base, times the unedited kernel the same way.)
@@ -93,6 +98,26 @@ EDITS = {
         ),
     ],
     "notrig": [LATE_TRIGGER],
+    "tkcast": [
+        (
+            "  const float* k = buf + QK_FLOATS + pg * CHUNK_STRIDE;\n",
+            "  const float* k = buf + QK_FLOATS + (pg % 4) * CHUNK_STRIDE;\n",
+        ),
+    ],
+    "tvcast": [
+        (
+            "buf + v * LATENT_DIM + lane * 4 + 128 * q)",
+            "buf + v * LATENT_DIM + (lane % 16) * 4 + 128 * q)",
+        ),
+    ],
+    "tnobar": [
+        (
+            "    __syncthreads();  // step g landed for all; step g - 1's buffer is free; "
+            "the rows of "
+            "tile ct\n",
+            "",
+        ),
+    ],
     "nocomb": [
         ("    finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));\n", ""),
     ],

@@ -103,6 +103,11 @@ def test_split_candidates_fill_whole_waves_of_the_compiled_occupancy():
     config = Config(heads_per_block=16, block_n=16, compute="mma", col_groups=4)
     assert split_candidates(case, config, sm_count=132, blocks_per_sm=3) == [3, 6, 12, 24]
     assert split_candidates(case, config, sm_count=132, blocks_per_sm=1) == [1, 2, 4, 8]
+    # 8 blocks a split (seed-fp32-verify's head groups): one wave holds 16 splits and leaves 4
+    # slots idle; two whole waves hold 33 splits, not 2 x 16
+    verify = Case("v", Spec(heads=64, q_len=8, dtype="float32", mask="tree"), batch=1, prefix=16384)
+    tiled = Config(heads_per_block=8, block_n=64, compute="tiled", vec_width=4, num_warps=8)
+    assert split_candidates(verify, tiled, sm_count=132, blocks_per_sm=1) == [4, 8, 16, 33]
 
 
 def test_float32_defaults_take_the_tiled_path_where_a_block_holds_32_rows():
@@ -111,6 +116,11 @@ def test_float32_defaults_take_the_tiled_path_where_a_block_holds_32_rows():
         Spec(heads=64, q_len=8, dtype="float32", mask="tree"), 1, 4096, arch, 188
     )
     assert (verify.compute, verify.heads_per_block, verify.smem_stages) == ("tiled", 8, 2)
+    # 8 blocks a split: two whole waves of 188 SMs hold 47 splits (one wave, 23, leaves 4 idle);
+    # of 132 SMs 33 (not 16); of 170 SMs two waves fill no better than one (21 splits)
+    spec = Spec(heads=64, q_len=8, dtype="float32", mask="tree")
+    splits = [default_config(spec, 1, 16384, arch, sms).kv_splits for sms in (188, 132, 170)]
+    assert splits == [47, 33, 21]
     # 16 heads of one token: a tiled block would be three quarters padding
     decode = default_config(Spec(heads=16, dtype="float32"), 4, 4096, arch, 188)
     assert decode.compute == "fma"

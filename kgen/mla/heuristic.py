@@ -222,11 +222,17 @@ def one_wave_splits(
 ) -> int:
     """As many KV splits as one wave of blocks holds (`blocks_per_sm` on every SM), never more:
     a few blocks past a wave cost a second one (H200 sweep, 2026-11-30d: 4 splits of 32 blocks on
-    132 SMs 145 us, 5 splits 241 us); and no split shorter than is worth its pipeline fill."""
+    132 SMs 145 us, 5 splits 241 us); and no split shorter than is worth its pipeline fill. On
+    the tiled path, two whole waves where they fill the SMs better than one: seed-fp32-verify's 8
+    blocks a split took 595-596 us at 33 splits (264 blocks, two waves of 132) against 602-605 at
+    16 (128 blocks, 4 SMs idle) on the H200 (bench/RESULTS.md, nineteenth session)."""
     wave = sm_count * max(1, blocks_per_sm)  # blocks resident at once
-    blocks = batch * (spec.heads // config.heads_per_block)
+    blocks = max(1, batch * (spec.heads // config.heads_per_block))
     shortest = (
         MMA_MIN_SPLIT_POSITIONS if config.compute == "mma" else MIN_TILES_PER_SPLIT * config.block_n
     )
     max_splits = max(1, math.ceil(max_seq_len / shortest))
-    return min(max_splits, max(1, wave // max(1, blocks)), 256)
+    splits = max(1, wave // blocks)
+    if config.compute == "tiled" and 2 * wave // blocks > 2 * splits:  # two waves fill more slots
+        splits = 2 * wave // blocks
+    return min(max_splits, splits, 256)

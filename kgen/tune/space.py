@@ -202,13 +202,16 @@ def split_candidates(
     case: Case, config: Config, sm_count: int, blocks_per_sm: int = 2, max_candidates: int = 4
 ) -> list[int]:
     """KV split counts worth timing: the most that fill every SM's `blocks_per_sm` block slots in
-    one wave (no tail; the compiled kernel's occupancy), twice and a half and a quarter of that;
-    never more splits than tiles. (A sweep on the H200 timed 203 µs at 9 splits and 178 µs at the
-    one-wave 12 for a kernel that fits 3 blocks per SM.)"""
+    one wave (no tail; the compiled kernel's occupancy), the most that fill two waves, and a half
+    and a quarter of the first; never more splits than tiles. (A sweep on the H200 timed 203 µs
+    at 9 splits and 178 µs at the one-wave 12 for a kernel that fits 3 blocks per SM. Two waves
+    are counted from the slots, not as twice one wave's splits: 8 blocks a split on 132 slots
+    fill one wave with 16 splits, 4 slots idle, and two whole waves with 33, not 32.)"""
     blocks = case.batch * (case.spec.heads // config.heads_per_block)
     tiles = max(1, math.ceil(case.max_len / config.block_n))
-    wave = max(1, blocks_per_sm * sm_count // blocks)
-    options = sorted({1, max(1, wave // 4), max(1, wave // 2), wave, 2 * wave})
+    slots = blocks_per_sm * sm_count
+    wave = max(1, slots // blocks)
+    options = sorted({1, max(1, wave // 4), max(1, wave // 2), wave, max(1, 2 * slots // blocks)})
     options = [s for s in options if s <= tiles]
     if len(options) > max_candidates:
         options = options[-max_candidates:]
