@@ -594,6 +594,11 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
         Spec(heads=16, q_len=1, dtype="float32", page_size=1, mask="none"),
         tiled_config(16, smem_stages=4, kv_splits=5),
     ),
+    # and its split-KV merge as a kernel of its own (pdl_combine)
+    (
+        Spec(heads=8, q_len=4, dtype="float32", page_size=16, mask="tree"),
+        tiled_config(8, smem_stages=3, kv_splits=7, pdl_combine=1),
+    ),
 ]
 
 

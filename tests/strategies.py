@@ -101,6 +101,7 @@ def tiled_configs(draw, spec: Spec) -> Config:
         draw(st.sampled_from(tiled_heads(spec))),
         smem_stages=draw(st.integers(2, 4)),
         kv_splits=draw(st.sampled_from(SPLITS)),
+        pdl_combine=draw(st.sampled_from([0, 0, 1])),
     )
 
 

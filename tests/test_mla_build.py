@@ -288,3 +288,16 @@ def test_one_row_causal_renders_the_decode_kernel_under_swap_rows():
     config = replace(MMA, smem_stages=3, swap_rows=1)
     decode = build(Spec(heads=8), config, "sm_120")
     assert build(Spec(heads=8, mask="causal"), config, "sm_120").source == decode.source
+
+
+def test_the_tiled_path_takes_the_pdl_merge_from_sm90_on():
+    from kgen.mla.tiled_layout import tiled_config
+
+    spec = Spec(heads=8, q_len=8, dtype="float32", mask="tree")
+    kernel = build(spec, tiled_config(8, smem_stages=2, kv_splits=4, pdl_combine=1), "sm_120")
+    assert "mla_combine" in kernel.binary.usage and "PDL_COMBINE = true" in kernel.source
+    assert kernel.config.short_name().endswith("_tiled_pc")
+    with pytest.raises(ConfigError, match="pdl_combine"):
+        build(spec, tiled_config(8, smem_stages=2, pdl_combine=1), "sm_80")
+    fused = build(spec, tiled_config(8, smem_stages=2, kv_splits=4), "sm_120")
+    assert "mla_combine" not in fused.binary.usage

@@ -42,7 +42,8 @@ def refuser(spec, config, arch: Arch, error: type[ConfigError] = ConfigError):
 
 
 def refuse_pdl_below_sm90(config, arch: Arch, refuse) -> None:
-    """pdl_combine's refusal (both tensor-core families): griddepcontrol needs sm_90 or later."""
+    """pdl_combine's refusal (both tensor-core families, the tiled path): griddepcontrol needs
+    sm_90 or later."""
     if config.pdl_combine and arch.compute_capability < (9, 0):
         refuse(
             "pdl_combine",
@@ -51,7 +52,8 @@ def refuse_pdl_below_sm90(config, arch: Arch, refuse) -> None:
         )
 
 
-# The axes only the tensor-core path has: a CUDA-core path (FMA, tiled) takes each at 0
+# The axes only the tensor-core path has: a CUDA-core path (FMA, tiled) takes each at 0 (the
+# tiled path takes pdl_combine too)
 MMA_ONLY_AXES = (
     "min_blocks",
     "qk_ahead",
@@ -63,10 +65,11 @@ MMA_ONLY_AXES = (
 )
 
 
-def refuse_mma_only_axes(config, refuse, path: str) -> None:
-    """Refuse (through `refuse`) the first tensor-core-only axis `config` sets on `path`."""
+def refuse_mma_only_axes(config, refuse, path: str, allowed: tuple[str, ...] = ()) -> None:
+    """Refuse (through `refuse`) the first tensor-core-only axis `config` sets on `path`, but
+    those `allowed` there."""
     for field in MMA_ONLY_AXES:
-        if getattr(config, field):
+        if field not in allowed and getattr(config, field):
             refuse(field, f"applies to compute='mma' only; {path} takes 0")
 
 

@@ -99,7 +99,7 @@ def template_values(spec: Spec, config: Config, layout: Layout | MMALayout | Til
     """Every value the template binds, as validated Python values (kgen.render makes them C++)."""
     values = _op_values(spec, config, layout.rows)
     if isinstance(layout, TiledLayout):
-        return {**values, "qk_chunk": layout.qk_chunk}
+        return {**values, "qk_chunk": layout.qk_chunk, "pdl_combine": bool(config.pdl_combine)}
     if isinstance(layout, MMALayout):
         return {
             **values,

@@ -117,8 +117,8 @@ class Config(Params):
       (S^T = K.q^T, O^T = V^T.P^T) instead of padding them to m16 tiles: half the MMAs and
       accumulator registers for a block of at most 8 rows (H = 8 decode); needs mask 'none',
       num_warps == col_groups, no split softmax or split reduce.
-    pdl_combine: mma only, sm_90 or later: 1 merges the split-KV partials in a kernel of their own
-      (templates/mla/combine_kernel.cuh), launched after the attention kernel with programmatic
+    pdl_combine: mma and tiled, sm_90 or later: 1 merges the split-KV partials in a kernel of their
+      own (templates/mla/combine_kernel.cuh), launched after the attention kernel with programmatic
       dependent launch, instead of inside it: the attention kernel carries no merge code (its
       registers and schedule are the loop's alone) and the merge can spread over more blocks and
       loads in flight. Two launches per call where kv_splits > 1 (one in a CUDA graph).
@@ -178,7 +178,7 @@ class Config(Params):
         if self.compute == "fma":
             return name
         if self.compute == "tiled":
-            return f"{name}_tiled"
+            return f"{name}_tiled" + ("_pc" if self.pdl_combine else "")
         blocks = f"_mb{self.min_blocks}" if self.min_blocks else ""
         ahead = "_qa" if self.qk_ahead else ""
         reduce = "_sr" if self.split_reduce else ""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgen.arch import Arch
-from kgen.mla.layout import combine_smem, refuse_mma_only_axes, refuser
+from kgen.mla.layout import combine_smem, refuse_mma_only_axes, refuse_pdl_below_sm90, refuser
 from kgen.mla.spec import Config, Spec
 
 WARPS = 8
@@ -47,9 +47,12 @@ def tiled_heads(spec: Spec) -> list[int]:
     ]
 
 
-def tiled_config(heads_per_block: int, smem_stages: int, kv_splits: int = 1) -> Config:
+def tiled_config(
+    heads_per_block: int, smem_stages: int, kv_splits: int = 1, pdl_combine: int = 0
+) -> Config:
     """A compute='tiled' Config: the kernel fixes the rest of the block (8 warps, tiles of 64
-    positions, float4 copies)."""
+    positions, float4 copies). pdl_combine: the split-KV merge in a kernel of its own, as on the
+    tensor-core path (sm_90 and later)."""
     return Config(
         heads_per_block=heads_per_block,
         kv_splits=kv_splits,
@@ -58,6 +61,7 @@ def tiled_config(heads_per_block: int, smem_stages: int, kv_splits: int = 1) -> 
         num_warps=WARPS,
         block_n=BLOCK_N,
         compute="tiled",
+        pdl_combine=pdl_combine,
     )
 
 
@@ -69,7 +73,8 @@ def plan_tiled(spec: Spec, config: Config, arch: Arch) -> TiledLayout:
             f"'tiled' reads float4 operands: float32 only, not {spec.dtype} (16-bit inputs take "
             "'mma')",
         )
-    refuse_mma_only_axes(config, refuse, "the tiled path")
+    refuse_mma_only_axes(config, refuse, "the tiled path", allowed=("pdl_combine",))
+    refuse_pdl_below_sm90(config, arch, refuse)
     if spec.heads % config.heads_per_block:
         refuse("heads_per_block", f"must divide heads={spec.heads}")
     rows = spec.q_len * config.heads_per_block

@@ -129,6 +129,8 @@ def config_name(c: dict, splits: bool = True) -> str:
         mma += " sw" if c.get("swap_rows") else ""
         mma += " pc" if c.get("pdl_combine") else ""
         mma += " ws" if c.get("specialize") else ""
+    elif c.get("compute") == "tiled" and c.get("pdl_combine"):
+        mma = " pc"
     return (
         f"hb{c['heads_per_block']}{split} v{c['vec_width']} st{c['smem_stages']} "
         f"w{c['num_warps']} n{c['block_n']}{mma}"

@@ -122,7 +122,13 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
         ]
     if "tiled" in axes.computes and spec.dtype == "float32":
         fitting = set(tiled_heads(spec))
-        configs += [tiled_config(h, st) for h in hpbs if h in fitting for st in axes.tiled_stages]
+        configs += [
+            tiled_config(h, st, pdl_combine=pc)
+            for h in hpbs
+            if h in fitting
+            for st in axes.tiled_stages
+            for pc in axes.pdl_combine
+        ]
     if "mma" in axes.computes and spec.dtype != "float32":
         configs += [
             Config(

@@ -16,7 +16,8 @@
 // buffers, STAGES - 1 steps ahead, behind one block barrier per step. (q is copied again for every
 // tile: 64 rows of 576 floats do not fit beside the pipeline in sm_120's 99 KB; L2 serves them.)
 // Masked positions and positions past the split's end get p = 0; draft positions also leave out
-// the rows that do not see them from P.V (0 x Inf would be NaN).
+// the rows that do not see them from P.V (0 x Inf would be NaN). The split-KV merge is fused (the
+// FMA path's), or with PDL_COMBINE the tensor-core path's merge kernel (mla/combine_kernel.cuh).
 
 namespace mla {
 
@@ -159,7 +160,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, 1) mla_attention(
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, h = lane / 16, pg = lane % 16;
   float* pw = pws + warp * P_FLOATS;
 
-  if (num_splits > 1) note_started(p, b);
+  if (!PDL_COMBINE && num_splits > 1) note_started(p, b);
   if (threadIdx.x < TILE_ROWS) {
     const int r = threadIdx.x;
     drafts_s[r] = r < ROWS ? draft_bits(p, b, row_token(r)) : 0ull;
@@ -289,7 +290,11 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, 1) mla_attention(
       else p.ws_lse[slot + row] = fin.lse();
     }
   }
-  if (num_splits > 1) {
+  // The split-KV merge: here (the group's blocks share it), or with PDL_COMBINE in mla_combine,
+  // which may launch once every block is here
+  if constexpr (PDL_COMBINE) {
+    kgen::launch_dependents();
+  } else if (num_splits > 1) {
     __syncthreads();  // the stages are no longer read: the combine reuses shared memory
     finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));
   }
