@@ -113,8 +113,7 @@ EDITS = {
     "tnobar": [
         (
             "    __syncthreads();  // step g landed for all; step g - 1's buffer is free; "
-            "the rows of "
-            "tile ct\n",
+            "the rows of tile ct\n",
             "",
         ),
     ],

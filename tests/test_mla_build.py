@@ -15,6 +15,7 @@ import kgen.build
 import kgen.render
 from kgen.arch import ARCHS
 from kgen.mla import Config, ConfigError, Spec, build, layout_for, workspace
+from kgen.mla.tiled_layout import tiled_config
 from kgen.resources import cubin_arch
 
 from .strategies import configs, raw_configs, specs
@@ -150,7 +151,7 @@ def compiler_disabled():
         ),
         (Spec(heads=8), replace(MMA, swap_rows=1, split_softmax=1), "swap_rows", "whole softmax"),
         (Spec(heads=8), replace(MMA, num_warps=8, swap_rows=1), "col_groups", "equal num_warps"),
-        (Spec(heads=8), Config(pdl_combine=1), "pdl_combine", "'mma' only"),
+        (Spec(heads=8), Config(pdl_combine=1), "pdl_combine", "'mma' and 'tiled' only"),
         (Spec(heads=8), Config(specialize=1), "specialize", "'mma' only"),
         (Spec(heads=8), replace(WS, split_softmax=0), "split_softmax", "take 1"),
         (Spec(heads=8), replace(WS, smem_stages=2), "smem_stages", "at least 3 stages"),
@@ -291,8 +292,6 @@ def test_one_row_causal_renders_the_decode_kernel_under_swap_rows():
 
 
 def test_the_tiled_path_takes_the_pdl_merge_from_sm90_on():
-    from kgen.mla.tiled_layout import tiled_config
-
     spec = Spec(heads=8, q_len=8, dtype="float32", mask="tree")
     kernel = build(spec, tiled_config(8, smem_stages=2, kv_splits=4, pdl_combine=1), "sm_120")
     assert "mla_combine" in kernel.binary.usage and "PDL_COMBINE = true" in kernel.source

@@ -232,7 +232,7 @@ def one_wave_splits(
         MMA_MIN_SPLIT_POSITIONS if config.compute == "mma" else MIN_TILES_PER_SPLIT * config.block_n
     )
     max_splits = max(1, math.ceil(max_seq_len / shortest))
-    splits = max(1, wave // blocks)
-    if config.compute == "tiled" and 2 * wave // blocks > 2 * splits:  # two waves fill more slots
-        splits = 2 * wave // blocks
+    splits, two_waves = max(1, wave // blocks), 2 * wave // blocks
+    if config.compute == "tiled" and two_waves > 2 * splits:  # two waves fill more slots
+        splits = two_waves
     return min(max_splits, splits, 256)

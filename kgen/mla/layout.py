@@ -52,25 +52,26 @@ def refuse_pdl_below_sm90(config, arch: Arch, refuse) -> None:
         )
 
 
-# The axes only the tensor-core path has: a CUDA-core path (FMA, tiled) takes each at 0 (the
-# tiled path takes pdl_combine too)
-MMA_ONLY_AXES = (
-    "min_blocks",
-    "qk_ahead",
-    "split_reduce",
-    "split_softmax",
-    "swap_rows",
-    "pdl_combine",
-    "specialize",
-)
+# The tensor-core path's own axes, each with the CUDA-core paths that take it too (the others
+# take it at 0)
+MMA_AXES = {
+    "min_blocks": (),
+    "qk_ahead": (),
+    "split_reduce": (),
+    "split_softmax": (),
+    "swap_rows": (),
+    "pdl_combine": ("tiled",),
+    "specialize": (),
+}
 
 
-def refuse_mma_only_axes(config, refuse, path: str, allowed: tuple[str, ...] = ()) -> None:
-    """Refuse (through `refuse`) the first tensor-core-only axis `config` sets on `path`, but
-    those `allowed` there."""
-    for field in MMA_ONLY_AXES:
-        if field not in allowed and getattr(config, field):
-            refuse(field, f"applies to compute='mma' only; {path} takes 0")
+def refuse_mma_axes(config, refuse, path: str) -> None:
+    """Refuse (through `refuse`) the first tensor-core axis `config` sets that its CUDA-core
+    path (`path`, for messages) does not take."""
+    for field, also in MMA_AXES.items():
+        if config.compute not in also and getattr(config, field):
+            takers = " and ".join(f"'{c}'" for c in ("mma", *also))
+            refuse(field, f"applies to compute={takers} only; {path} takes 0")
 
 
 def mma_warp_grid(latent_dim: int, config, rows: int, refuse) -> tuple[int, int, int]:
@@ -162,7 +163,7 @@ def layout_for(spec: Spec, config: Config, arch: Arch):
 def plan_fma(spec: Spec, config: Config, arch: Arch) -> Layout:
     refuse = refuser(spec, config, arch)
     vec, esize = config.vec_width, spec.elem_bytes
-    refuse_mma_only_axes(config, refuse, "the FMA path")
+    refuse_mma_axes(config, refuse, "the FMA path")
     if spec.heads % config.heads_per_block:
         refuse("heads_per_block", f"must divide heads={spec.heads}")
     if vec * esize > MAX_LOAD_BYTES:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgen.arch import Arch
-from kgen.mla.layout import combine_smem, refuse_mma_only_axes, refuse_pdl_below_sm90, refuser
+from kgen.mla.layout import combine_smem, refuse_mma_axes, refuse_pdl_below_sm90, refuser
 from kgen.mla.spec import Config, Spec
 
 WARPS = 8
@@ -73,7 +73,7 @@ def plan_tiled(spec: Spec, config: Config, arch: Arch) -> TiledLayout:
             f"'tiled' reads float4 operands: float32 only, not {spec.dtype} (16-bit inputs take "
             "'mma')",
         )
-    refuse_mma_only_axes(config, refuse, "the tiled path", allowed=("pdl_combine",))
+    refuse_mma_axes(config, refuse, "the tiled path")
     refuse_pdl_below_sm90(config, arch, refuse)
     if spec.heads % config.heads_per_block:
         refuse("heads_per_block", f"must divide heads={spec.heads}")

@@ -120,20 +120,18 @@ def config_name(c: dict, splits: bool = True) -> str:
             + (f" mb{c['min_blocks']}" if c.get("min_blocks") else "")
             + (" pc" if c.get("pdl_combine") else "")
         )
-    mma = ""
+    axes = ""  # the tensor-core path's axes, and pdl_combine wherever it is set
     if c.get("compute") == "mma":
-        mma = f" mma c{c['col_groups']}" + (f" mb{c['min_blocks']}" if c.get("min_blocks") else "")
-        mma += " qa" if c.get("qk_ahead") else ""
-        mma += " sr" if c.get("split_reduce") else ""
-        mma += " ss" if c.get("split_softmax") else ""
-        mma += " sw" if c.get("swap_rows") else ""
-        mma += " pc" if c.get("pdl_combine") else ""
-        mma += " ws" if c.get("specialize") else ""
-    elif c.get("compute") == "tiled" and c.get("pdl_combine"):
-        mma = " pc"
+        axes = f" mma c{c['col_groups']}" + (f" mb{c['min_blocks']}" if c.get("min_blocks") else "")
+        axes += " qa" if c.get("qk_ahead") else ""
+        axes += " sr" if c.get("split_reduce") else ""
+        axes += " ss" if c.get("split_softmax") else ""
+        axes += " sw" if c.get("swap_rows") else ""
+    axes += " pc" if c.get("pdl_combine") else ""
+    axes += " ws" if c.get("specialize") else ""
     return (
         f"hb{c['heads_per_block']}{split} v{c['vec_width']} st{c['smem_stages']} "
-        f"w{c['num_warps']} n{c['block_n']}{mma}"
+        f"w{c['num_warps']} n{c['block_n']}{axes}"
     )
 
 
