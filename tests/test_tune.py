@@ -160,10 +160,10 @@ def test_the_default_refits_its_splits_to_the_compiled_kernels_blocks_per_sm(mon
     assert choose.compiled_default(*sm120) == default_config(*sm120)
 
 
-def test_the_default_specialises_small_decode_where_two_blocks_share_an_sm():
-    """Decode of at most 16 heads takes the specialised kernel where two of its 87 KB blocks fit
-    an SM (sm_90), not on sm_120 (100 KB per SM), nor for 64 heads or verification; the PDL
-    merge wherever the arch has it (sm_90, sm_120), not on sm_80."""
+def test_the_default_specialises_small_decode():
+    """Decode of at most 16 heads takes the specialised kernel, whether two of its 87 KB blocks
+    share an SM (sm_90) or one fills it (sm_120's 100 KB; not sm_80's 164 KB, unmeasured), not 64
+    heads or verification; the PDL merge wherever the arch has it (sm_90, sm_120), not on sm_80."""
     by_name = {c.name: c for c in GRID}
 
     def default(name, arch, sms=132):
@@ -171,12 +171,21 @@ def test_the_default_specialises_small_decode_where_two_blocks_share_an_sm():
         return default_config(c.spec, c.batch, c.max_len, ARCHS[arch], sms)
 
     for name in ("dsv3-tp8-decode-batch", "kimi-tp8-decode-long", "page1-decode"):
-        ws = default(name, "sm_90")
-        assert (ws.specialize, ws.num_warps, ws.col_groups, ws.smem_stages) == (1, 8, 4, 4)
-        assert ws.split_softmax == 1 and ws.qk_ahead == 0 and ws.pdl_combine == 1
-        assert default(name, "sm_120", 188).specialize == 0
+        for arch, sms in (("sm_90", 132), ("sm_120", 188), ("sm_120", 170)):
+            ws = default(name, arch, sms)
+            assert (ws.specialize, ws.num_warps, ws.col_groups, ws.smem_stages) == (1, 8, 4, 4)
+            assert ws.split_softmax == 1 and ws.qk_ahead == 0 and ws.pdl_combine == 1
+            layout = layout_for(by_name[name].spec, ws, ARCHS[arch])
+            blocks = (
+                ARCHS[arch]
+                .occupancy(layout.threads, layout.registers_estimate, layout.dynamic_smem)
+                .blocks_per_sm
+            )
+            assert blocks == (2 if arch == "sm_90" else 1)
+        assert default(name, "sm_80", 108).specialize == 0  # 164 KB: two 3-stage one-role blocks
     for name in ("kimi-tp1-decode", "kimi-tp1-batch", "kimi-tp8-verify-tree"):
         assert default(name, "sm_90").specialize == 0
+        assert default(name, "sm_120", 188).specialize == 0
     assert default("kimi-tp1-batch", "sm_120", 188).pdl_combine == 1
     assert default("kimi-tp1-batch", "sm_80", 108).pdl_combine == 0
 

@@ -168,15 +168,19 @@ def default_config(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_coun
 
 
 SPECIALIZED_MAX_HEADS = 16  # decode of at most 16 heads: memory-bound, one m16 tile per block
+ONE_SPECIALIZED_BLOCK_SMEM = 100 * 1024  # SMs this small run one specialised block (sm_120's)
 
 
 def _specialized(spec: Spec, config: Config, arch: Arch):
-    """Decode of at most 16 heads, the block holding them all, where two 8-warp specialised
-    blocks share an SM (the H200's 228 KB; not sm_120's 100 KB, where no card was here to
-    measure): warps in two roles, 16-position tiles four deep. On the H200 the six such grid
-    cases took 2-6% less time than the one-role default, both with the PDL merge (bench/RESULTS.md,
-    seventeenth session); the compute-bound ones (64+ heads, verification) lose a third with it.
-    (config, layout), or None where it does not apply or fit."""
+    """Decode of at most 16 heads, the block holding them all: warps in two roles, 16-position
+    tiles four deep (87 KB). On the H200 the six such grid cases took 2-6% less time than the
+    one-role default, both with the PDL merge (bench/RESULTS.md, seventeenth session), two blocks
+    an SM; at sm_120's occupancy (the H200's shared memory carved out to 100 KB an SM, one such
+    block an SM against two 44 KB one-role blocks of 4 warps) 4-10% less (twentieth session,
+    bench/sm120_like.py). So it applies where two fit an SM, or where one fills an SM of at most
+    sm_120's 100 KB (sm_86, sm_89 too); not where an SM fits one but deeper one-role blocks two
+    (sm_80's 164 KB: not measured). The compute-bound ones (64+ heads, verification) lose a
+    third with it. (config, layout), or None where it does not apply or fit."""
     if (
         spec.q_len != 1
         or spec.heads > SPECIALIZED_MAX_HEADS
@@ -201,9 +205,9 @@ def _specialized(spec: Spec, config: Config, arch: Arch):
         layout = layout_for(spec, candidate, arch)
     except ConfigError:
         return None
-    if (
-        layout.registers_estimate > MMA_REGISTER_TARGET
-        or _blocks_per_sm(arch, layout.dynamic_smem) < 2
+    one_block = _blocks_per_sm(arch, layout.dynamic_smem) < 2
+    if layout.registers_estimate > MMA_REGISTER_TARGET or (
+        one_block and arch.smem_per_sm > ONE_SPECIALIZED_BLOCK_SMEM
     ):
         return None
     return candidate, layout

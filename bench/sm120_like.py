@@ -1,0 +1,141 @@
+"""Time configs on the H200 at sm_120's occupancy: every kgen kernel's preferred shared-memory
+carveout set so an SM holds sm_120's 100 KB (the H200 has 228 KB), so the blocks that share an SM
+are those an sm_120 card would run (both have 64K registers per SM). SM count, clocks and memory
+bandwidth stay the H200's: this answers "which of these configs keeps an SM busier under sm_120's
+limits", not "how fast on an RTX PRO 6000".
+
+First a check that the carveout holds (a spinning kernel: blocks of 44 KB fit two per 100 KB SM,
+of 60 KB one), then each case's candidates, checked against the float64 oracle and timed (L2
+flushed, median): the sm_120 heuristic default (for an sm_120 of this GPU's SM count), and where
+given, `CASE:field=value,...` variants of it (KV splits refit to the variant's blocks per SM on
+sm_120 unless set).
+
+    PYTHONPATH=. python3 bench/sm120_like.py [--reps N] CASE[:field=value,...] ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+from cuda.bindings import driver  # noqa: E402
+
+from kgen import device  # noqa: E402
+from kgen.arch import ARCHS  # noqa: E402
+from kgen.compiler import compile_cubin  # noqa: E402
+from kgen.device import check  # noqa: E402
+from kgen.launch import Kernel  # noqa: E402
+from kgen.mla import build  # noqa: E402
+from kgen.mla.choose import compiled_default, refit_splits  # noqa: E402
+from kgen.tune.space import load_grid, parse_case_overrides  # noqa: E402
+from kgen.tune.sweep import compile_space  # noqa: E402
+from kgen.tune.trials import Trials  # noqa: E402
+
+SM120 = ARCHS["sm_120"]
+CARVEOUT = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+_carved: set[tuple[int, int]] = set()
+
+
+def carve(percent: int) -> None:
+    """From now on every kernel kgen prepares prefers `percent` of the SM's shared memory."""
+    prepare = Kernel.prepare
+
+    def prepare_carved(self, dev: int, smem: int) -> None:
+        prepare(self, dev, smem)
+        if (id(self), dev) not in _carved:
+            check(
+                driver.cuKernelSetAttribute(CARVEOUT, percent, self.handle, device.handle(dev)),
+                f"cuKernelSetAttribute({self.name}, carveout {percent}%)",
+            )
+            _carved.add((id(self), dev))
+
+    Kernel.prepare = prepare_carved
+
+
+SPIN = r"""
+extern "C" __global__ void spin(long long cycles, int* sink) {
+  extern __shared__ int buf[];
+  buf[threadIdx.x] = threadIdx.x;
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {}
+  if (threadIdx.x == 0) sink[blockIdx.x] = buf[threadIdx.x];
+}
+"""
+
+
+def carveout_check(percent: int | None) -> dict:
+    """Time 2 x SMs spinning blocks of 44 KB and of 60 KB (two fit a 100 KB SM, or one)."""
+    result = compile_cubin(
+        SPIN, "sm_{}{}".format(*torch.cuda.get_device_capability()), name="spin.cu"
+    )
+    lib = check(driver.cuLibraryLoadData(result.cubin, None, None, 0, None, None, 0), "load")
+    sms = device.sm_count(0)
+    sink = torch.zeros(2 * sms, dtype=torch.int32, device="cuda")
+    row = {"carveout_percent": percent}
+    for kb in (44, 60):
+        kernel = Kernel("spin", check(driver.cuLibraryGetKernel(lib, b"spin"), "spin"))
+        kernel.prepare(0, kb << 10)
+        if percent is not None:
+            attr = driver.cuKernelSetAttribute(CARVEOUT, percent, kernel.handle, device.handle(0))
+            check(attr, "carveout")
+        args = [ctypes.c_longlong(200_000), ctypes.c_void_p(sink.data_ptr())]
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        kernel.launch((2 * sms, 1, 1), (128, 1, 1), args, smem=kb << 10)
+        start.record()
+        kernel.launch((2 * sms, 1, 1), (128, 1, 1), args, smem=kb << 10)
+        end.record()
+        end.synchronize()
+        row[f"{kb}KB_us"] = round(start.elapsed_time(end) * 1000, 1)
+    return row
+
+
+def candidate(case, fields: dict, sms: int):
+    """The sm_120 default of `case` for an sm_120 of `sms` SMs, with `fields` changed."""
+    spec, batch, max_len = case.spec, case.batch, case.max_len
+    config = compiled_default(spec, batch, max_len, SM120, sms)
+    if not fields:
+        return config
+    config = dataclasses.replace(config, **fields)
+    if "kv_splits" in fields:
+        return config
+    return refit_splits(spec, config, batch, max_len, SM120, sms)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="+")
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--percent", type=int, default=43, help="preferred carveout, % of max")
+    args = parser.parse_args()
+    for percent in (None, args.percent):
+        print(json.dumps(carveout_check(percent)), flush=True)
+    carve(args.percent)
+    grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
+    sms = device.sm_count(0)
+    runs = []
+    for name in args.cases:
+        case_name, fields = parse_case_overrides(name)
+        runs.append((name, grid[case_name], candidate(grid[case_name], fields, sms)))
+    native = "sm_{}{}".format(*torch.cuda.get_device_capability())
+    compile_space([(case.spec, config) for _, case, config in runs], native)
+    trials = Trials()
+    for name, case, config in runs:
+        (r,) = trials.variant(case, config, [config.kv_splits], seed=3, reps=args.reps)
+        occ = build(case.spec, config, SM120).resources.occupancy
+        summary = {k: r.get(k) for k in ("status", "median_us", "error")}
+        row = {"case": name, "config": config.short_name(), "splits": config.kv_splits, **summary}
+        row["sm_120"] = {"blocks_per_sm": occ.blocks_per_sm, "warps_per_sm": occ.warps_per_sm}
+        print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
