@@ -122,7 +122,6 @@ class Runner:
         # what run's fast path compares each call's tensors with
         self._planned = (
             self._dtype,
-            self._index,
             self._q_shape,
             self._page_shape,
             self._table_shape,
@@ -177,9 +176,8 @@ class Runner:
         # packed strides the planned ones). Anything else takes the full checks, which either
         # name the bad tensor or bind its strides. (Each tensor attribute read costs ~50-150 ns
         # of host time: this path reads each once, with the plan's values in locals.)
-        dtype, index, q_shape, page_shape, table_shape, lens_shape, out_shape, lse_shape = (
-            self._planned
-        )
+        index = self._index
+        dtype, q_shape, page_shape, table_shape, lens_shape, out_shape, lse_shape = self._planned
         try:
             pages, page_size, head_dim = kv_cache.shape
             planned = (
