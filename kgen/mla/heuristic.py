@@ -176,7 +176,7 @@ def _specialized(spec: Spec, config: Config, arch: Arch):
     tiles four deep (87 KB). On the H200 the six such grid cases took 2-6% less time than the
     one-role default, both with the PDL merge (bench/RESULTS.md, seventeenth session), two blocks
     an SM; at sm_120's occupancy (the H200's shared memory carved out to 100 KB an SM, one such
-    block an SM against two 44 KB one-role blocks of 4 warps) 4-10% less (twentieth session,
+    block an SM against two 44 KB one-role blocks of 4 warps) 4-12% less (twentieth session,
     bench/sm120_like.py). So it applies where two fit an SM, or where one fills an SM of at most
     sm_120's 100 KB (sm_86, sm_89 too); not where an SM fits one but deeper one-role blocks two
     (sm_80's 164 KB: not measured). The compute-bound ones (64+ heads, verification) lose a
