@@ -33,8 +33,9 @@ from kgen.arch import ARCHS  # noqa: E402
 from kgen.compiler import compile_cubin  # noqa: E402
 from kgen.device import check  # noqa: E402
 from kgen.launch import Kernel  # noqa: E402
-from kgen.mla import build  # noqa: E402
+from kgen.mla import SparseSpec, build, build_sparse  # noqa: E402
 from kgen.mla.choose import compiled_default, refit_splits  # noqa: E402
+from kgen.mla.sparse.heuristic import default_sparse_config  # noqa: E402
 from kgen.tune.space import load_grid, parse_case_overrides  # noqa: E402
 from kgen.tune.sweep import compile_space  # noqa: E402
 from kgen.tune.trials import Trials  # noqa: E402
@@ -97,42 +98,55 @@ def carveout_check(percent: int | None) -> dict:
     return row
 
 
-def candidate(case, fields: dict, sms: int):
-    """The sm_120 default of `case` for an sm_120 of `sms` SMs, with `fields` changed."""
+def candidate(case, fields: dict, sms: int, arch=SM120):
+    """The heuristic default of `case` on `arch` for `sms` SMs, with `fields` changed (dense: its
+    splits refit to the changed kernel's blocks per SM unless set; sparse: the default's splits
+    unless set)."""
     spec, batch, max_len = case.spec, case.batch, case.max_len
-    config = compiled_default(spec, batch, max_len, SM120, sms)
+    if isinstance(spec, SparseSpec):
+        return dataclasses.replace(default_sparse_config(spec, batch, arch, sms), **fields)
+    config = compiled_default(spec, batch, max_len, arch, sms)
     if not fields:
         return config
     config = dataclasses.replace(config, **fields)
     if "kv_splits" in fields:
         return config
-    return refit_splits(spec, config, batch, max_len, SM120, sms)
+    return refit_splits(spec, config, batch, max_len, arch, sms)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="+")
     parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--percent", type=int, default=43, help="preferred carveout, % of max")
+    parser.add_argument(
+        "--percent", type=int, default=43, help="preferred carveout, %% of max; 0: none"
+    )
+    parser.add_argument(
+        "--default-arch", default="sm_120", help="whose heuristic default (sm_90: this GPU's)"
+    )
     args = parser.parse_args()
-    for percent in (None, args.percent):
-        print(json.dumps(carveout_check(percent)), flush=True)
-    carve(args.percent)
+    if args.percent:
+        for percent in (None, args.percent):
+            print(json.dumps(carveout_check(percent)), flush=True)
+        carve(args.percent)
+    arch = ARCHS[args.default_arch]
     grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
     sms = device.sm_count(0)
     runs = []
     for name in args.cases:
         case_name, fields = parse_case_overrides(name)
-        runs.append((name, grid[case_name], candidate(grid[case_name], fields, sms)))
+        runs.append((name, grid[case_name], candidate(grid[case_name], fields, sms, arch)))
     native = "sm_{}{}".format(*torch.cuda.get_device_capability())
     compile_space([(case.spec, config) for _, case, config in runs], native)
     trials = Trials()
     for name, case, config in runs:
         (r,) = trials.variant(case, config, [config.kv_splits], seed=3, reps=args.reps)
-        occ = build(case.spec, config, SM120).resources.occupancy
+        make = build_sparse if isinstance(case.spec, SparseSpec) else build
+        occ = make(case.spec, config, SM120).resources.occupancy
         summary = {k: r.get(k) for k in ("status", "median_us", "error")}
         row = {"case": name, "config": config.short_name(), "splits": config.kv_splits, **summary}
         row["sm_120"] = {"blocks_per_sm": occ.blocks_per_sm, "warps_per_sm": occ.warps_per_sm}
+        row["carveout_percent"], row["default_arch"] = args.percent, arch.name
         print(json.dumps(row), flush=True)
     return 0
 

@@ -47,6 +47,14 @@ def test_default_config_of_every_sparse_grid_spec_fits_sm120_spill_free(spec):
     assert res.smem <= ARCHS["sm_120"].smem_per_block and res.spills == 0, res.summary()
 
 
+def test_default_config_merges_in_a_pdl_kernel_where_the_arch_has_it():
+    spec = SparseSpec(heads=64, topk=2048)
+    for arch, sms, pdl in (("sm_90", 132, 1), ("sm_120", 188, 1), ("sm_80", 108, 0)):
+        config = default_sparse_config(spec, 1, ARCHS[arch], sms)
+        assert config.kv_splits > 1 and config.pdl_combine == pdl, (arch, config)
+        build_sparse(spec, config, arch)  # an sm_80 build would refuse pdl_combine
+
+
 @pytest.mark.parametrize("spec", sorted({c.spec for c in SPARSE_GRID}, key=repr), ids=repr)
 def test_default_config_fills_the_sms_at_batch_one(spec):
     # the H200 sweep's B = 1 winners run one block per SM with splits of 1-2 tiles; the old rule
