@@ -8,7 +8,7 @@ fewer than 16 where there are 16 (a padded m16 tile); 8 warps past 16 heads. Of 
 that leaves 8 warps per SM resident (sm_120: a 4-warp block must share its SM) and whose grid,
 with splits of two tiles, reaches half the SMs (small batches: 16-head blocks rather than idle
 SMs); then as many splits of the top-k list as one wave of blocks holds, at least two tiles each
-unless that leaves over half the SMs idle.
+unless that leaves over half the SMs idle; and the PDL merge wherever the arch has it.
 
 Measured on the H200 (sweep of the ten sparse grid cases, 2026-11-30,
 bench/results/h200-2026-11-30k-sparse): register dequantization won every case, the old default
