@@ -24,9 +24,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
 from cuda.bindings import driver  # noqa: E402
+from time_shipped import changed_default  # noqa: E402
 
 from kgen import device  # noqa: E402
 from kgen.arch import ARCHS  # noqa: E402
@@ -34,7 +36,6 @@ from kgen.compiler import compile_cubin  # noqa: E402
 from kgen.device import check  # noqa: E402
 from kgen.launch import Kernel  # noqa: E402
 from kgen.mla import SparseSpec, build, build_sparse  # noqa: E402
-from kgen.mla.choose import compiled_default, refit_splits  # noqa: E402
 from kgen.mla.sparse.heuristic import default_sparse_config  # noqa: E402
 from kgen.tune.space import load_grid, parse_case_overrides  # noqa: E402
 from kgen.tune.sweep import compile_space  # noqa: E402
@@ -99,19 +100,12 @@ def carveout_check(percent: int | None) -> dict:
 
 
 def candidate(case, fields: dict, sms: int, arch=SM120):
-    """The heuristic default of `case` on `arch` for `sms` SMs, with `fields` changed (dense: its
-    splits refit to the changed kernel's blocks per SM unless set; sparse: the default's splits
-    unless set)."""
-    spec, batch, max_len = case.spec, case.batch, case.max_len
-    if isinstance(spec, SparseSpec):
-        return dataclasses.replace(default_sparse_config(spec, batch, arch, sms), **fields)
-    config = compiled_default(spec, batch, max_len, arch, sms)
-    if not fields:
-        return config
-    config = dataclasses.replace(config, **fields)
-    if "kv_splits" in fields:
-        return config
-    return refit_splits(spec, config, batch, max_len, arch, sms)
+    """The heuristic default of `case` on `arch` for `sms` SMs, with `fields` changed (dense: as
+    bench/time_shipped.py --default does; sparse: the default's splits unless set)."""
+    if isinstance(case.spec, SparseSpec):
+        config = default_sparse_config(case.spec, case.batch, arch, sms)
+        return dataclasses.replace(config, **fields)
+    return changed_default(case, fields, arch, sms)
 
 
 def main() -> int:
