@@ -178,9 +178,10 @@ def _specialized(spec: Spec, config: Config, arch: Arch):
     an SM; at sm_120's occupancy (the H200's shared memory carved out to 100 KB an SM, one such
     block an SM against two 44 KB one-role blocks of 4 warps) 4-12% less (twentieth session,
     bench/sm120_like.py). So it applies where two fit an SM, or where one fills an SM of at most
-    sm_120's 100 KB (sm_86, sm_89 too); not where an SM fits one but deeper one-role blocks two
-    (sm_80's 164 KB: not measured). The compute-bound ones (64+ heads, verification) lose a
-    third with it. (config, layout), or None where it does not apply or fit."""
+    sm_120's 100 KB (sm_86 and sm_89 have as much; no card of theirs was measured); not where an
+    SM fits one but deeper one-role blocks two (sm_80's 164 KB: not measured). The compute-bound
+    ones (64+ heads, verification) lose a third with it. (config, layout), or None where it does
+    not apply or fit."""
     if (
         spec.q_len != 1
         or spec.heads > SPECIALIZED_MAX_HEADS
