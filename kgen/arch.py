@@ -44,6 +44,11 @@ class Arch:
         return (self.major, self.minor)
 
     @property
+    def has_pdl(self) -> bool:
+        """Programmatic dependent launch (griddepcontrol): sm_90 and later."""
+        return self.compute_capability >= (9, 0)
+
+    @property
     def nvrtc_arch(self) -> str:
         return self.name
 

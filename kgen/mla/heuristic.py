@@ -219,7 +219,7 @@ def _pdl(config: Config, arch: Arch) -> int:
     has it (sm_90, sm_120): on the H200 the heuristic defaults of the 13 dense 16-bit grid cases
     took 1-12% less time with it on 12 of them and 7% more on kimi-tp1-verify-tree (same splits
     and occupancy; bench/RESULTS.md, seventeenth session)."""
-    return int(config.compute == "mma" and arch.compute_capability >= (9, 0))
+    return int(config.compute == "mma" and arch.has_pdl)
 
 
 def one_wave_splits(

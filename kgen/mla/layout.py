@@ -44,7 +44,7 @@ def refuser(spec, config, arch: Arch, error: type[ConfigError] = ConfigError):
 def refuse_pdl_below_sm90(config, arch: Arch, refuse) -> None:
     """pdl_combine's refusal (both tensor-core families, the tiled path): griddepcontrol needs
     sm_90 or later."""
-    if config.pdl_combine and arch.compute_capability < (9, 0):
+    if config.pdl_combine and not arch.has_pdl:
         refuse(
             "pdl_combine",
             "programmatic dependent launch (griddepcontrol) needs sm_90 or later: take 0 (the "

@@ -91,16 +91,13 @@ def default_sparse_config(spec: SparseSpec, batch: int, arch: Arch, sm_count: in
     # wave cost a second one (measured on the dense family, H200 sweep 2026-11-30d: 4 splits of
     # 32 blocks on 132 SMs 145 us, 5 splits 241 us).
     splits = min(most, max(1, wave // blocks), SPLIT_LIMIT)
-    return SparseConfig(**{**config.to_dict(), "kv_splits": splits, "pdl_combine": _pdl(arch)})
-
-
-def _pdl(arch: Arch) -> int:
-    """The split-KV merge in a kernel of its own (programmatic dependent launch) wherever the arch
-    has it (sm_90, sm_120), as the dense default does: on the H200 the defaults of the ten sparse
-    grid cases took 1-13% less time with it, on the H200's own defaults and on sm_120's at sm_120's
-    occupancy (bench/RESULTS.md, twentieth session); with one split there is no merge, and the
-    kernel without the fused merge's code is still 1% faster."""
-    return int(arch.compute_capability >= (9, 0))
+    # The split-KV merge in a kernel of its own wherever the arch has it, as the dense default:
+    # on the H200 the ten sparse grid cases' defaults took 1-13% less time with it, on the H200's
+    # own defaults and on sm_120's at sm_120's occupancy (bench/RESULTS.md, twentieth session);
+    # with one split there is no merge, and the kernel without the fused merge's code is still
+    # 1% faster.
+    pdl = int(arch.has_pdl)
+    return SparseConfig(**{**config.to_dict(), "kv_splits": splits, "pdl_combine": pdl})
 
 
 def _blocks(spec: SparseSpec, batch: int, config: SparseConfig) -> int:
