@@ -46,6 +46,14 @@ CARVEOUT = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY
 _carved: set[tuple[int, int]] = set()
 
 
+def set_carveout(kernel: Kernel, dev: int, percent: int) -> None:
+    """`kernel` prefers `percent` of the SM's shared memory on device `dev`."""
+    check(
+        driver.cuKernelSetAttribute(CARVEOUT, percent, kernel.handle, device.handle(dev)),
+        f"cuKernelSetAttribute({kernel.name}, carveout {percent}%)",
+    )
+
+
 def carve(percent: int) -> None:
     """From now on every kernel kgen prepares prefers `percent` of the SM's shared memory."""
     prepare = Kernel.prepare
@@ -53,10 +61,7 @@ def carve(percent: int) -> None:
     def prepare_carved(self, dev: int, smem: int) -> None:
         prepare(self, dev, smem)
         if (id(self), dev) not in _carved:
-            check(
-                driver.cuKernelSetAttribute(CARVEOUT, percent, self.handle, device.handle(dev)),
-                f"cuKernelSetAttribute({self.name}, carveout {percent}%)",
-            )
+            set_carveout(self, dev, percent)
             _carved.add((id(self), dev))
 
     Kernel.prepare = prepare_carved
@@ -82,12 +87,11 @@ def carveout_check(percent: int | None) -> dict:
     sms = device.sm_count(0)
     sink = torch.zeros(2 * sms, dtype=torch.int32, device="cuda")
     row = {"carveout_percent": percent}
+    kernel = Kernel("spin", check(driver.cuLibraryGetKernel(lib, b"spin"), "spin"))
+    if percent is not None:
+        set_carveout(kernel, 0, percent)
     for kb in (44, 60):
-        kernel = Kernel("spin", check(driver.cuLibraryGetKernel(lib, b"spin"), "spin"))
         kernel.prepare(0, kb << 10)
-        if percent is not None:
-            attr = driver.cuKernelSetAttribute(CARVEOUT, percent, kernel.handle, device.handle(0))
-            check(attr, "carveout")
         args = [ctypes.c_longlong(200_000), ctypes.c_void_p(sink.data_ptr())]
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         kernel.launch((2 * sms, 1, 1), (128, 1, 1), args, smem=kb << 10)
