@@ -173,15 +173,12 @@ ONE_SPECIALIZED_BLOCK_SMEM = 100 * 1024  # SMs this small run one specialised bl
 
 def _specialized(spec: Spec, config: Config, arch: Arch):
     """Decode of at most 16 heads, the block holding them all: warps in two roles, 16-position
-    tiles four deep (87 KB). On the H200 the six such grid cases took 2-6% less time than the
-    one-role default, both with the PDL merge (bench/RESULTS.md, seventeenth session), two blocks
-    an SM; at sm_120's occupancy (the H200's shared memory carved out to 100 KB an SM, one such
-    block an SM against two 44 KB one-role blocks of 4 warps) 4-12% less (twentieth session,
-    bench/sm120_like.py). So it applies where two fit an SM, or where one fills an SM of at most
-    sm_120's 100 KB (sm_86 and sm_89 have as much; no card of theirs was measured); not where an
-    SM fits one but deeper one-role blocks two (sm_80's 164 KB: not measured). The compute-bound
-    ones (64+ heads, verification) lose a third with it. (config, layout), or None where it does
-    not apply or fit."""
+    tiles four deep (87 KB), (config, layout); None where it does not apply or fit. Measured
+    (bench/RESULTS.md): 2-6% faster than the one-role default on the H200, two blocks an SM
+    (seventeenth session); 4-12% at sm_120's occupancy, one block an SM against two of 44 KB
+    (twentieth, bench/sm120_like.py). So: where two fit an SM, or one fills an SM of at most
+    sm_120's 100 KB (sm_86 and sm_89 too, unmeasured); not on sm_80 (164 KB, where one-role
+    blocks of 3 stages fit twice: unmeasured). The compute-bound cases lose a third with it."""
     if (
         spec.q_len != 1
         or spec.heads > SPECIALIZED_MAX_HEADS
