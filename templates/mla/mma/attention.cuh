@@ -80,13 +80,6 @@ constexpr int P_BYTES = SPLIT_SOFTMAX ? M_TILES * 16 * P_STRIDE * 2 : 0;
 constexpr int ROW_STATE_OFFSET = P_OFFSET + P_BYTES;  // per row: rescale factor (then m), l
 constexpr int MAIN_SMEM = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);
 
-// Items (SPLIT_REDUCE, SPLIT_SOFTMAX): a row group's (row, position pair) items dealt to its lanes
-// in order, so a row's BLOCK_N / 2 pairs are consecutive lanes of one warp (a whole warp is in or out).
-constexpr int PAIRS_PER_ROW = BLOCK_N / 2;
-constexpr int GROUP_LANES = COL_GROUPS * 32;
-constexpr int GROUP_PAIRS = WARP_M * 16 * PAIRS_PER_ROW;
-constexpr int ITEMS = (GROUP_PAIRS + GROUP_LANES - 1) / GROUP_LANES;
-static_assert(!SPLIT_SOFTMAX || 32 % PAIRS_PER_ROW == 0, "a row's position pairs in one warp");
 static_assert(ROW_GROUPS <= 15, "a named barrier (1 + row group) per row group");
 
 static_assert(sizeof(T) == 2, "the mma path takes 16-bit q and KV");
@@ -372,19 +365,11 @@ __device__ __forceinline__ bool visible(int n, int end, int prefix, bool valid, 
   return seen;
 }
 
-// A row group's (row, position pair) items of a tile, dealt to its lanes in order: item k of a
-// lane is index(k); a row's BLOCK_N / 2 pairs are consecutive lanes of one warp. SPLIT_REDUCE sums
-// the partials of its items, SPLIT_SOFTMAX computes their whole softmax.
-struct Items {
-  __device__ __forceinline__ static int index(int k, const Lane& ln) { return ln.cg * 32 + ln.lane + k * GROUP_LANES; }
-  __device__ __forceinline__ static bool live(int k, const Lane& ln) {
-    return GROUP_PAIRS % GROUP_LANES == 0 || index(k, ln) < GROUP_PAIRS;  // warp-uniform
-  }
-  __device__ __forceinline__ static int row(int k, const Lane& ln) {
-    return ln.rg * WARP_M * 16 + index(k, ln) / PAIRS_PER_ROW;
-  }
-  __device__ __forceinline__ static int col(int k, const Lane& ln) { return 2 * (index(k, ln) % PAIRS_PER_ROW); }
-};
+}  // namespace mla
+
+{% include "mla/mma/slices.cuh" %}
+
+namespace mla {
 
 // With SPLIT_REDUCE: the warps of a row group sum its partial scores once, an item (float2 pair of
 // columns) at a time, scaled into log2 units, into column group 0's slot. Every partial is whole
@@ -450,19 +435,6 @@ struct Slice : Items {
   unsigned long long drafts[ITEMS];
 };
 
-// The max over a row's lanes (butterfly: every lane of the row gets the same bits).
-__device__ __forceinline__ float row_max(float x) {
-#pragma unroll
-  for (int offset = PAIRS_PER_ROW / 2; offset > 0; offset >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
-  return x;
-}
-
-__device__ __forceinline__ float row_sum(float x) {
-#pragma unroll
-  for (int offset = PAIRS_PER_ROW / 2; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
-  return x;
-}
-
 // 2'. This lane's slice of the tile's softmax: P into p_s, each row's rescale factor (1 when its
 // max held) into alpha_s. Returns whether any of its rows' max rose.
 __device__ __forceinline__ bool softmax_slice(const Params& p, const float* partials, int start, int count, int prefix,
@@ -491,31 +463,6 @@ __device__ __forceinline__ bool softmax_slice(const Params& p, const float* part
     if (c == 0) alpha_s[r] = alpha;
   }
   return rose;
-}
-
-// After softmax_slice's barrier, when some row's max rose: rescale this warp's output columns.
-__device__ __forceinline__ void rescale_rows(const float* alpha_s, Accum& o, const Lane& ln) {
-#pragma unroll
-  for (int i = 0; i < WARP_M; ++i) {
-    const float a[2] = {alpha_s[frag_row(ln.rg, i, 0, ln.g)], alpha_s[frag_row(ln.rg, i, 1, ln.g)]};
-#pragma unroll
-    for (int j = 0; j < O_TILES; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[i][j][e] *= a[e / 2];
-  }
-}
-
-// At the end of the split: each row's m and l (summed over its lanes) into m_s and l_s.
-__device__ __forceinline__ void publish_rows(const Slice& sl, float* m_s, float* l_s, const Lane& ln) {
-#pragma unroll
-  for (int k = 0; k < ITEMS; ++k) {
-    if (!Slice::live(k, ln)) continue;
-    const float l = row_sum(sl.l[k]);
-    if (Slice::col(k, ln) == 0) {
-      m_s[Slice::row(k, ln)] = sl.m[k];
-      l_s[Slice::row(k, ln)] = l;
-    }
-  }
 }
 
 // Rare: draft positions holding Inf/NaN in V. Fold them in with scalar FMAs, only into the rows
