@@ -23,7 +23,9 @@ from kgen.mla import SparseConfig, SparseSpec  # noqa: E402
 # (spec, config, bad slot row): both cache formats, both dequant placements, q dtypes, page
 # sizes 1/64, 1 to 64 splits (the combine's pieces: row ranges, and single rows in column chunks;
 # empty splits), stages 2..4, tiles of 16/32 rows, gathers of 4/8/16 bytes, q in registers and in
-# shared memory, m16 tiles partly empty (8 heads), 1..8 column groups, fused and PDL merges.
+# shared memory, m16 tiles partly empty (8 heads), 1..8 column groups, fused and PDL merges, the
+# softmax whole in every warp and split in slices (split_softmax: 1 and 2 row groups, both dequant
+# placements, holes and a bad slot row).
 SAMPLE_CASES = [
     (
         SparseSpec(heads=16, q_len=1, topk=200, kv_format="fp8", page_size=64),
@@ -128,6 +130,41 @@ SAMPLE_CASES = [
             heads_per_block=16, kv_splits=8, smem_stages=2, block_n=16, pdl_combine=1
         ),
         False,
+    ),
+    # the softmax split in slices between a row group's warps (split_softmax)
+    (
+        SparseSpec(heads=16, q_len=2, topk=261, kv_format="fp8", page_size=64),
+        SparseConfig(
+            heads_per_block=16,
+            kv_splits=3,
+            block_n=32,
+            dequant="registers",
+            col_groups=4,
+            min_blocks=1,
+            pdl_combine=1,
+            split_softmax=1,
+        ),
+        True,
+    ),
+    (
+        SparseSpec(heads=8, q_len=1, topk=140, kv_format="fp8", page_size=1),
+        SparseConfig(  # 8 rows of a 16-row tile: padding rows in the slices
+            heads_per_block=8, kv_splits=2, smem_stages=3, block_n=16, split_softmax=1
+        ),
+        False,
+    ),
+    (
+        SparseSpec(heads=64, q_len=1, topk=200, kv_format="bf16", page_size=64, dtype="float16"),
+        SparseConfig(  # two row groups
+            heads_per_block=32,
+            kv_splits=4,
+            smem_stages=2,
+            block_n=16,
+            num_warps=8,
+            col_groups=4,
+            split_softmax=1,
+        ),
+        True,
     ),
 ]
 SAMPLE = [(spec, config) for spec, config, _ in SAMPLE_CASES]  # what bench/sanitize.sh compiles

@@ -78,6 +78,7 @@ def sparse_configs(draw, spec: SparseSpec):
         dequant=dequant,
         min_blocks=draw(st.sampled_from([0, 1])),
         pdl_combine=draw(st.sampled_from([0, 0, 1])),
+        split_softmax=draw(st.sampled_from([0, 1])),
     )
     try:
         for arch in (native(), resolve_arch("sm_120")):

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from kgen.arch import ARCHS
-from kgen.mla import SparseConfig, SparseSpec, build_sparse
+from kgen.mla import SparseConfig, SparseSpec, build_sparse, sparse_layout_for
 from kgen.mla.sparse.heuristic import default_sparse_config
+from kgen.mla.sparse.layout import SparseConfigError
 from kgen.mla.spec import MAX_SPLITS
 from kgen.mla.tuning import TuningDB, code_stamp, entry_key, sparse_bucket, staleness
 from kgen.tune.report import config_name, summary_table
@@ -79,14 +80,20 @@ def test_enumeration_covers_the_axes_and_pruning_names_reasons():
         (2, 16),
         (2, 32),
     }
+    assert {c.split_softmax for c in configs} == {0, 1}
     # hpb x (warps, col_groups <= warps) x (6 shared + 2 register pipelines) x gather x min_blocks
-    assert len(configs) == 3 * (2 + 3) * 8 * 2 * 2
+    # x split_softmax
+    assert len(configs) == 3 * (2 + 3) * 8 * 2 * 2 * 2
     pruned = prune_sparse(spec, configs, ARCHS["sm_120"])
     assert pruned.kept and len(pruned.kept) + len(pruned.refused) == len(configs)
     refused = dict(pruned.refused)
     too_big = SparseConfig(heads_per_block=16, smem_stages=3, block_n=32, num_warps=4)
     assert "shared memory" in refused[too_big] and "101376" in refused[too_big]  # BLOCK_T 32 x 3
     assert SparseConfig(heads_per_block=16, smem_stages=2, block_n=16) in pruned.kept
+    assert SparseConfig(heads_per_block=16, block_n=16, split_softmax=1) in pruned.kept
+    one_group = SparseConfig(heads_per_block=16, num_warps=4, col_groups=1, split_softmax=1)
+    with pytest.raises(SparseConfigError, match="split_softmax.*col_groups > 1"):
+        sparse_layout_for(spec, one_group, ARCHS["sm_120"])
     bf16 = enumerate_sparse_configs(replace(spec, kv_format="bf16"), SparseAxes(num_warps=(4,)))
     assert {c.dequant for c in bf16} == {"shared"}
     assert {c.heads_per_block for c in enumerate_sparse_configs(SparseSpec(heads=4))} == {1, 2, 4}
@@ -155,6 +162,7 @@ def test_a_stub_timed_sparse_sweep_records_the_fastest_correct_winner(tmp_path):
             register_tiles=(),
             gather_bytes=(16,),
             min_blocks=(1,),
+            split_softmax=(0,),
         ),
         executor=StubExecutor(wrong_hpb=16),
         db_path=tmp_path / "db.json",
@@ -187,7 +195,8 @@ def test_compile_only_sparse_cli_reports_resources_and_sass(tmp_path):
         env=env,
     )
     assert run.returncode == 0, run.stderr
-    assert "hb16 n16 st2 g16 w4 c4 sha" in run.stdout and "2 compiled, 1 refused" in run.stdout
+    assert "hb16 n16 st2 g16 w4 c4 sha" in run.stdout and "4 compiled, 2 refused" in run.stdout
+    assert "hb16 n16 st2 g16 w4 c4 reg ss" in run.stdout  # the split softmax (default: 0 and 1)
     (case,) = json.loads((out / "results.json").read_text())["cases"]
     assert case["family"] == "sparse" and case["spec"]["topk"] == 2048
     assert {v["config"]["dequant"] for v in case["variants"]} == {"shared", "registers"}
@@ -242,6 +251,7 @@ def test_a_budgeted_sweep_times_the_default_first_and_the_table_reads_it(tmp_pat
             register_tiles=(),
             gather_bytes=(16,),
             min_blocks=(0,),
+            split_softmax=(0,),
         ),
         executor=StubExecutor(),
         db_path=tmp_path / "db.json",

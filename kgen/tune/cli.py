@@ -166,6 +166,7 @@ def _run(args) -> int:
         col_groups=tuple(args.col_groups),
         min_blocks=tuple(args.min_blocks),
         pdl_combine=tuple(args.pdl_combine),
+        split_softmax=tuple(args.split_softmax),
         gather_bytes=tuple(args.gather_bytes),
         dequant=tuple(args.dequant),
         **(

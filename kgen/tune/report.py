@@ -110,8 +110,8 @@ def config_name(c: dict, splits: bool = True) -> str:
     """hb8 s16 v8 st2 w4 n32 [mma c4 [mb1] [qa] [sr] [ss] [sw] [pc] [ws]]: heads_per_block,
     kv_splits, vec_width, stages, warps, block_n [, tensor-core path with col_groups
     [, min_blocks] [, q.K ahead] [, split reduce] [, split softmax] [, swapped rows] [, PDL merge]
-    [, warps in two roles]]. A sparse config: hb16 s4 n16 st3 g16 w4 c4 sha|reg [mb1] [pc]
-    (gather_bytes, where fp8 is dequantized)."""
+    [, warps in two roles]]. A sparse config: hb16 s4 n16 st3 g16 w4 c4 sha|reg [mb1] [pc] [ss]
+    (gather_bytes, where fp8 is dequantized, min_blocks, PDL merge, split softmax)."""
     split = f" s{c['kv_splits']}" if splits else ""
     if "dequant" in c:
         return (
@@ -119,6 +119,7 @@ def config_name(c: dict, splits: bool = True) -> str:
             f"g{c['gather_bytes']} w{c['num_warps']} c{c['col_groups']} {c['dequant'][:3]}"
             + (f" mb{c['min_blocks']}" if c.get("min_blocks") else "")
             + (" pc" if c.get("pdl_combine") else "")
+            + (" ss" if c.get("split_softmax") else "")
         )
     axes = ""  # the tensor-core path's axes, and pdl_combine wherever it is set
     if c.get("compute") == "mma":

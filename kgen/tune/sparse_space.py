@@ -33,6 +33,7 @@ class SparseAxes:
     dequant: tuple[str, ...] = ("shared", "registers")
     min_blocks: tuple[int, ...] = (0, 1)
     pdl_combine: tuple[int, ...] = (0,)  # opt-in (kgen sweep --pdl-combine 0 1): sm_90 and later
+    split_softmax: tuple[int, ...] = (0, 1)
 
 
 def enumerate_sparse_configs(spec: SparseSpec, axes: SparseAxes = SparseAxes()) -> list:
@@ -54,6 +55,7 @@ def enumerate_sparse_configs(spec: SparseSpec, axes: SparseAxes = SparseAxes()) 
             dequant=d,
             min_blocks=b,
             pdl_combine=pc,
+            split_softmax=ss,
         )
         for h in hpbs
         for w in axes.num_warps
@@ -63,6 +65,7 @@ def enumerate_sparse_configs(spec: SparseSpec, axes: SparseAxes = SparseAxes()) 
         for g in axes.gather_bytes
         for b in axes.min_blocks
         for pc in axes.pdl_combine
+        for ss in axes.split_softmax
     ]
 
 

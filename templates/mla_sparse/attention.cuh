@@ -14,6 +14,13 @@
 // registers and multiplies P by its 512 / COL_GROUPS output columns of V. The running max is
 // raised only by more than RESCALE_THRESHOLD (log2 units), so rescales are rare.
 //
+// With SPLIT_SOFTMAX the warps of a row group split that softmax instead, as the dense family's
+// (mla/mma/slices.cuh): each lane sums the partials of a slice of the tile's (row, position pair)
+// items once, writes P to shared memory as 16-bit values and keeps its share of l; every warp
+// then loads its P fragments with ldmatrix. A row whose max rose leaves its rescale factor for the
+// warps holding its output columns. One barrier more per tile; no two warps compute the same
+// exponentials.
+//
 // q.K's k steps are dealt to a row group's warps in runs: warp cg takes the latent steps
 // cg * WARP_LATENT ... (consecutive, so whole scale groups or one part of a group), then the rope
 // steps round-robin (k_step). fp8 tiles hold the e4m3 values unscaled (gather.cuh): a warp sums
@@ -49,7 +56,11 @@ constexpr int SCORE_FLOATS = COL_GROUPS * M_TILES * 16 * S_STRIDE;
 constexpr int SLOTS_OFFSET = SCORES_OFFSET + SCORE_FLOATS * 4;
 constexpr int SCALES_OFFSET = SLOTS_OFFSET + SLOT_BUFFERS * BLOCK_N * 4;  // fp8: each tile row's scales
 constexpr int SCALE_FLOATS = BLOCK_N * SCALE_GROUPS;
-constexpr int MAIN_SMEM = SCALES_OFFSET + TILE_BUFFERS * SCALE_FLOATS * 4;
+constexpr int P_STRIDE = BLOCK_N + 8;  // SPLIT_SOFTMAX: 16-bit P rows, ldmatrix rows on distinct banks
+constexpr int P_OFFSET = SCALES_OFFSET + TILE_BUFFERS * SCALE_FLOATS * 4;
+constexpr int P_BYTES = SPLIT_SOFTMAX ? M_TILES * 16 * P_STRIDE * 2 : 0;
+constexpr int ROW_STATE_OFFSET = P_OFFSET + P_BYTES;  // per row: rescale factor (then m), l
+constexpr int MAIN_SMEM = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);
 constexpr bool SCALED = KV_FORMAT == KV_FP8;
 
 static_assert(NUM_WARPS % COL_GROUPS == 0 && M_TILES % ROW_GROUPS == 0, "warp grid must tile the rows");
@@ -85,6 +96,7 @@ constexpr bool MAX_VOTE = NUM_WARPS < 8;
 }  // namespace mla
 
 {% include "mla/mma/online_softmax.cuh" %}
+{% include "mla/mma/slices.cuh" %}
 
 namespace mla {
 
@@ -167,6 +179,19 @@ __device__ __forceinline__ void qk_partials(const T* tile, const float* row_scal
             make_float2(sums[i][j][2 * h], sums[i][j][2 * h + 1]);
 }
 
+// The sum over the column groups of the partial scores of one (row, position pair): `partial` is
+// column group 0's.
+__device__ __forceinline__ float2 partial_sum(const float* partial) {
+  float2 sum = *reinterpret_cast<const float2*>(partial);
+#pragma unroll
+  for (int c = 1; c < COL_GROUPS; ++c) {
+    const float2 v = *reinterpret_cast<const float2*>(partial + c * (M_TILES * 16 * S_STRIDE));
+    sum.x += v.x;
+    sum.y += v.y;
+  }
+  return sum;
+}
+
 // 2. Whole scores of this warp's rows from the partials; entries with slot -1 and padding rows
 // masked; online softmax; P as A fragments (o rescaled when a row's max rose).
 __device__ __forceinline__ void softmax_tile(const Params& p, const float* partials, const int* slots_s, RowState& st,
@@ -179,20 +204,47 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const float* parti
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = frag_row(ln.rg, i, h, ln.g);
-        const float* partial = partials + r * S_STRIDE + 8 * j + 2 * ln.qd;
-        float2 sum = *reinterpret_cast<const float2*>(partial);
-#pragma unroll
-        for (int c = 1; c < COL_GROUPS; ++c) {
-          const float2 v = *reinterpret_cast<const float2*>(partial + c * (M_TILES * 16 * S_STRIDE));
-          sum.x += v.x;
-          sum.y += v.y;
-        }
+        const float2 sum = partial_sum(partials + r * S_STRIDE + 8 * j + 2 * ln.qd);
         const int2 slot = *reinterpret_cast<const int2*>(slots_s + 8 * j + 2 * ln.qd);
         const bool row = r < ROWS;
         s[i][j][2 * h] = row && slot.x >= 0 ? sum.x * p.scale_log2 : -CUDART_INF_F;
         s[i][j][2 * h + 1] = row && slot.y >= 0 ? sum.y * p.scale_log2 : -CUDART_INF_F;
       }
   online_softmax(s, st, o, pa);
+}
+
+// SPLIT_SOFTMAX: this lane's Items (fixed for the whole split) and their softmax state: the row's
+// running max m (log2 units, the same in every lane of the row) and the item's share of l.
+struct Slice : Items {
+  float m[ITEMS], l[ITEMS];
+};
+
+// 2'. This lane's slice of the tile's softmax (entries with slot -1 and padding rows masked): P
+// into p_s, each row's rescale factor (1 when its max held) into alpha_s. Returns whether any of
+// its rows' max rose.
+__device__ __forceinline__ bool softmax_slice(const Params& p, const float* partials, const int* slots_s, Slice& sl,
+                                              T* p_s, float* alpha_s, const Lane& ln) {
+  bool rose = false;
+#pragma unroll
+  for (int k = 0; k < ITEMS; ++k) {
+    if (!Slice::live(k, ln)) continue;
+    const int r = Slice::row(k, ln), c = Slice::col(k, ln);
+    const float2 sum = partial_sum(partials + r * S_STRIDE + c);
+    const int2 slot = *reinterpret_cast<const int2*>(slots_s + c);
+    const bool row = r < ROWS;
+    const float sx = row && slot.x >= 0 ? sum.x * p.scale_log2 : -CUDART_INF_F;
+    const float sy = row && slot.y >= 0 ? sum.y * p.scale_log2 : -CUDART_INF_F;
+    float alpha = 1.f;
+    const float mx = fmaxf(sx, sy);
+    if (__any_sync(0xffffffffu, may_rise(sl.m[k], mx))) rose |= max_rose(sl.m[k], row_max(mx), alpha);
+    const float base = exp_base(sl.m[k]);
+    const unsigned packed = Mma::pack(kgen::fast_exp2(sx - base), kgen::fast_exp2(sy - base));
+    const float2 rounded = Mma::unpack(packed);  // l sums exactly the p that P.V uses
+    sl.l[k] = sl.l[k] * alpha + rounded.x + rounded.y;
+    *reinterpret_cast<unsigned*>(p_s + r * P_STRIDE + c) = packed;
+    if (c == 0) alpha_s[r] = alpha;
+  }
+  return rose;
 }
 
 // fp8: P's A fragment of k step kk times the group-g scales of its positions (16 kk + 2 qd + {0,
@@ -211,46 +263,88 @@ __device__ __forceinline__ void scale_p(const unsigned (&p)[4], unsigned (&scale
   }
 }
 
-// 3. O += P.V over this warp's output columns (fp8: P scaled per scale group of the columns).
-__device__ __forceinline__ void pv_tile(const T* tile, const float* row_scales, const PFrags& pa, Accum& o, const Lane& ln) {
+// 3. O += P.V over this warp's output columns, one k16 step of positions (P's A fragments a[i];
+// fp8: P scaled per scale group of the columns).
+__device__ __forceinline__ void pv_step(const T* tile, const float* row_scales, int kk, const unsigned (&a)[WARP_M][4],
+                                        Accum& o, const Lane& ln) {
+  unsigned ps[WARP_M][4];
 #pragma unroll
-  for (int kk = 0; kk < PV_STEPS; ++kk) {
-    unsigned ps[WARP_M][4];
-#pragma unroll
-    for (int j = 0; j < O_TILES; j += 2) {
-      if (j % 16 == 0) {  // (a warp's first column and every 128th after it start a scale group)
-#pragma unroll
-        for (int i = 0; i < WARP_M; ++i) {
-          if constexpr (SCALED) {
-            scale_p(pa[i][kk], ps[i], row_scales, kk, (ln.cg * O_TILES + j) * 8 / SCALE_GROUP, ln);
-          } else {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) ps[i][e] = pa[i][kk][e];
-          }
-        }
-      }
-      unsigned v[4];
-      kgen::ldmatrix_x4_trans(v, tile + (16 * kk + ln.lane % 8 + ((ln.lane / 8) % 2) * 8) * ROW_ELEMS +
-                                     ((ln.cg * O_TILES + j) + ln.lane / 16) * 8);
+  for (int j = 0; j < O_TILES; j += 2) {
+    if (j % 16 == 0) {  // (a warp's first column and every 128th after it start a scale group)
 #pragma unroll
       for (int i = 0; i < WARP_M; ++i) {
-        Mma::mma(o[i][j], ps[i], v[0], v[1]);
-        Mma::mma(o[i][j + 1], ps[i], v[2], v[3]);
+        if constexpr (SCALED) {
+          scale_p(a[i], ps[i], row_scales, kk, (ln.cg * O_TILES + j) * 8 / SCALE_GROUP, ln);
+        } else {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) ps[i][e] = a[i][e];
+        }
       }
+    }
+    unsigned v[4];
+    kgen::ldmatrix_x4_trans(v, tile + (16 * kk + ln.lane % 8 + ((ln.lane / 8) % 2) * 8) * ROW_ELEMS +
+                                   ((ln.cg * O_TILES + j) + ln.lane / 16) * 8);
+#pragma unroll
+    for (int i = 0; i < WARP_M; ++i) {
+      Mma::mma(o[i][j], ps[i], v[0], v[1]);
+      Mma::mma(o[i][j + 1], ps[i], v[2], v[3]);
     }
   }
 }
 
+// P from this warp's fragments.
+__device__ __forceinline__ void pv_tile(const T* tile, const float* row_scales, const PFrags& pa, Accum& o, const Lane& ln) {
+#pragma unroll
+  for (int kk = 0; kk < PV_STEPS; ++kk) {
+    unsigned a[WARP_M][4];
+#pragma unroll
+    for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) a[i][e] = pa[i][kk][e];
+    pv_step(tile, row_scales, kk, a, o, ln);
+  }
+}
+
+// P from shared memory (SPLIT_SOFTMAX).
+__device__ __forceinline__ void pv_tile(const T* tile, const float* row_scales, const T* p_s, Accum& o, const Lane& ln) {
+#pragma unroll
+  for (int kk = 0; kk < PV_STEPS; ++kk) {
+    unsigned a[WARP_M][4];
+#pragma unroll
+    for (int i = 0; i < WARP_M; ++i)
+      kgen::ldmatrix_x4(a[i], p_s + ((ln.rg * WARP_M + i) * 16 + ln.lane % 16) * P_STRIDE + (2 * kk + ln.lane / 16) * 8);
+    pv_step(tile, row_scales, kk, a, o, ln);
+  }
+}
+
+// The softmax state of a split: per thread's rows (RowState), or with SPLIT_SOFTMAX per lane's
+// items (Slice) and, in shared memory, the block's P (p_s) and rows' rescale factors (alpha_s).
+struct SoftmaxState {
+  RowState st;
+  Slice sl;
+  T* p_s;
+  float* alpha_s;
+};
+
 // One gathered 16-bit tile through q.K, softmax and P.V (one barrier between the partial scores
-// and their sums; the caller's barrier before it makes the tile and its slots visible).
+// and their sums, with SPLIT_SOFTMAX one more that makes P whole; the caller's barrier before it
+// makes the tile and its slots visible, and the next tile's keeps P and the rescale factors until
+// every warp has read them).
 __device__ __forceinline__ void attend_tile(const Params& p, const T* tile, const float* row_scales, const int* slots_s,
-                                            const QFrags& qf, const T* q_s, float* scores, RowState& st, Accum& o,
+                                            const QFrags& qf, const T* q_s, float* scores, SoftmaxState& sm, Accum& o,
                                             const Lane& ln) {
   qk_partials(tile, row_scales, qf, q_s, scores, ln);
   __syncthreads();
-  PFrags pa;
-  softmax_tile(p, scores, slots_s, st, o, pa, ln);
-  pv_tile(tile, row_scales, pa, o, ln);
+  if constexpr (SPLIT_SOFTMAX) {
+    if (__syncthreads_or(softmax_slice(p, scores, slots_s, sm.sl, sm.p_s, sm.alpha_s, ln))) {
+      rescale_rows(sm.alpha_s, o, ln);
+    }
+    pv_tile(tile, row_scales, sm.p_s, o, ln);
+  } else {
+    PFrags pa;
+    softmax_tile(p, scores, slots_s, sm.st, o, pa, ln);
+    pv_tile(tile, row_scales, pa, o, ln);
+  }
 }
 
 }  // namespace mla
@@ -264,6 +358,9 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
   float* scores = reinterpret_cast<float*>(smem + SCORES_OFFSET);
   int* slots_s = reinterpret_cast<int*>(smem + SLOTS_OFFSET);
   float* scales_s = reinterpret_cast<float*>(smem + SCALES_OFFSET);  // fp8: per dequantized tile
+  T* p_h = reinterpret_cast<T*>(smem + P_OFFSET);                      // SPLIT_SOFTMAX: P
+  float* alpha_s = reinterpret_cast<float*>(smem + ROW_STATE_OFFSET);  // its rescale factors, then m
+  float* l_s = alpha_s + M_TILES * 16;
 
   const int split = blockIdx.x, num_splits = gridDim.x, bt = blockIdx.z;
   const Lane ln;
@@ -295,8 +392,16 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
 
   const Range range = split_range<NUM_THREADS, BLOCK_N>(p, slots, split, num_splits);  // syncs
 
-  RowState st;
+  SoftmaxState sm;
+  sm.p_s = p_h;
+  sm.alpha_s = alpha_s;
+  RowState& st = sm.st;
   Accum o;
+#pragma unroll
+  for (int k = 0; k < ITEMS; ++k) {
+    sm.sl.m[k] = -CUDART_INF_F;
+    sm.sl.l[k] = 0.f;
+  }
 #pragma unroll
   for (int i = 0; i < WARP_M; ++i) {
 #pragma unroll
@@ -330,7 +435,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
       slot = next_slot;
       if (it + 1 < num_tiles) held.load(p, slot);
       next_slot = fetch_slot(slots, begin + (it + 2) * BLOCK_N, end);
-      attend_tile(p, tile, tile_scales, tile_slots, qf, q_s, scores, st, o, ln);
+      attend_tile(p, tile, tile_scales, tile_slots, qf, q_s, scores, sm, o, ln);
     }
   } else {
     {
@@ -365,9 +470,14 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
       } else {
         tile = reinterpret_cast<const T*>(stages + stage * STAGE_BYTES);
       }
-      attend_tile(p, tile, scales_s, slots_s + stage * BLOCK_N, qf, q_s, scores, st, o, ln);
+      attend_tile(p, tile, scales_s, slots_s + stage * BLOCK_N, qf, q_s, scores, sm, o, ln);
     }
     kgen::cp_async_wait<0>();
+  }
+  if constexpr (SPLIT_SOFTMAX) {
+    __syncthreads();  // every rescale factor read
+    publish_rows(sm.sl, alpha_s, l_s, ln);
+    __syncthreads();
   }
 
   // Results: out/lse with one split, else this split's slot of the workspace, then the combine.
@@ -381,7 +491,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       const int r = frag_row(ln.rg, i, h, ln.g);
       if (r >= ROWS) continue;
-      const Finish fin(st.m[i][h], sum, range.poisoned);
+      const Finish fin(SPLIT_SOFTMAX ? alpha_s[r] : st.m[i][h], SPLIT_SOFTMAX ? l_s[r] : sum, range.poisoned);
 #pragma unroll
       for (int j = 0; j < O_TILES; ++j) {
         const int d = (ln.cg * O_TILES + j) * 8 + 2 * ln.qd;

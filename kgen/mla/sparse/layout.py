@@ -46,6 +46,7 @@ class SparseLayout:
     stage_bytes: int  # the cp.async stages (raw fp8 or 16-bit tiles)
     tile_bytes: int  # dequantized 16-bit tiles (fp8 only)
     score_bytes: int
+    softmax_bytes: int  # split_softmax: 16-bit P, then a rescale factor (later m) and l per row
     slot_bytes: int  # the cache slot of every row of every stage (-1: masked)
     scale_bytes: int  # fp8: the 4 float32 scales of every row of every dequantized tile
     gather_items: int  # gather instructions per thread per tile
@@ -65,6 +66,7 @@ class SparseLayout:
             + self.score_bytes
             + self.slot_bytes
             + self.scale_bytes
+            + self.softmax_bytes
         )
 
     @property
@@ -92,6 +94,10 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
     if config.dequant == "shared" and config.smem_stages < 2:
         refuse("smem_stages", "the cp.async gather pipeline needs at least 2 stages")
     refuse_pdl_below_sm90(config, arch, refuse)
+    if config.split_softmax and config.col_groups == 1:
+        refuse("split_softmax", "needs col_groups > 1: one column group has no softmax to share")
+    if config.split_softmax and 32 % (config.block_n // 2):
+        refuse("block_n", "split_softmax keeps a row's position pairs in one warp: 16, 32 or 64")
     if config.min_blocks * threads > arch.max_threads_per_sm:
         refuse(
             "min_blocks",
@@ -117,12 +123,15 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
     score_bytes = cols * m_tiles * 16 * s_stride * 4
     slot_bytes = max(config.smem_stages, 2) * block_n * 4
     scale_bytes = (tile_bytes // tile_row_bytes) * fp8.GROUPS * 4  # per dequantized tile row
+    softmax_bytes = m_tiles * 16 * ((block_n + 8) * 2 + 2 * 4) if config.split_softmax else 0
     smem = q_bytes + stage_bytes + tile_bytes + score_bytes + slot_bytes + scale_bytes
+    smem += softmax_bytes
     if max(smem, combine_smem(threads)) > arch.smem_per_block:
         refuse(
             "heads_per_block" if q_bytes > stage_bytes + tile_bytes else "smem_stages",
             f"needs {smem} bytes of shared memory (q {q_bytes}, {config.smem_stages} gather "
-            f"stages {stage_bytes}, dequantized tiles {tile_bytes}, scores {score_bytes}), over "
+            f"stages {stage_bytes}, dequantized tiles {tile_bytes}, scores {score_bytes}, "
+            f"split softmax {softmax_bytes}), over "
             f"{arch.name}'s {arch.smem_per_block} per block (fewer heads_per_block, smem_stages "
             "or block_n)",
         )
@@ -162,6 +171,7 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
         stage_bytes=stage_bytes,
         tile_bytes=tile_bytes,
         score_bytes=score_bytes,
+        softmax_bytes=softmax_bytes,
         slot_bytes=slot_bytes,
         scale_bytes=scale_bytes,
         gather_items=gather_items,

@@ -72,6 +72,7 @@ def template_values(spec: SparseSpec, config: SparseConfig, layout: SparseLayout
         "q_in_registers": layout.q_in_registers,
         "smem_bytes": layout.main_smem,
         "pdl_combine": bool(config.pdl_combine),
+        "split_softmax": bool(config.split_softmax),
     }
 
 

@@ -77,6 +77,9 @@ class SparseConfig(Params):
     pdl_combine: sm_90 or later: 1 merges the splits' partials in a kernel of their own
       (templates/mla/combine_kernel.cuh, the dense family's), launched after the attention kernel
       with programmatic dependent launch, instead of inside it.
+    split_softmax: 1 splits each tile's softmax between a row group's warps (each sums the
+      partial scores of a slice of the tile and shares P through shared memory), as the dense
+      family's split_softmax; 0: every warp of a row group runs the whole softmax of its rows.
     """
 
     heads_per_block: int = 16
@@ -89,6 +92,7 @@ class SparseConfig(Params):
     dequant: str = "shared"
     min_blocks: int = 0
     pdl_combine: int = 0
+    split_softmax: int = 0
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
@@ -104,11 +108,13 @@ class SparseConfig(Params):
         self._require_choice("dequant", DEQUANTS)
         self._require_int("min_blocks", 0, 32)
         self._require_int("pdl_combine", 0, 1)
+        self._require_int("split_softmax", 0, 1)
 
     def short_name(self) -> str:
         blocks = f"_mb{self.min_blocks}" if self.min_blocks else ""
         pdl = "_pc" if self.pdl_combine else ""
+        split = "_ss" if self.split_softmax else ""
         return (
             f"hb{self.heads_per_block}_n{self.block_n}_st{self.smem_stages}_g{self.gather_bytes}"
-            f"_w{self.num_warps}_c{self.col_groups}_{self.dequant[:3]}{blocks}{pdl}"
+            f"_w{self.num_warps}_c{self.col_groups}_{self.dequant[:3]}{blocks}{pdl}{split}"
         )
