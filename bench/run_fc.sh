@@ -8,20 +8,15 @@ out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
 timeout 280 python3 bench/retune_shipped.py --family sparse --open split_softmax=0,1 --reps 20 \
   --out /tmp/retune --db "$out/retuned.json" > "$out/retune.log" 2>&1; echo "retune exit $?"
-python3 - /tmp/retune "$out/retuned.json" <<'PY' | tee "$out/retune_table.txt"
+python3 - "$out/retuned.json" <<'PY' | tee "$out/retune_table.txt"
 import json, sys
-from pathlib import Path
-for res in sorted(Path(sys.argv[1]).glob("*/results.json")):
-    for case in json.loads(res.read_text())["cases"]:
-        best = {}
-        for v in case["variants"]:
-            for t in v.get("trials", []):
-                if t.get("median_us") is None:
-                    continue
-                ss = v["config"].get("split_softmax", 0)
-                if ss not in best or t["median_us"] < best[ss][0]:
-                    best[ss] = (t["median_us"], t.get("kv_splits"))
-        print(case["name"], {k: (round(u, 2), s) for k, (u, s) in sorted(best.items())})
+for e in json.load(open(sys.argv[1]))["entries"].values():
+    best = {}
+    for name, splits, us in e["trials"]:
+        ss = int(name.endswith("_ss"))
+        if us is not None and (ss not in best or us < best[ss][0]):
+            best[ss] = (us, splits, name)
+    print(e["case"], {k: (round(u, 2), s, n) for k, (u, s, n) in sorted(best.items())})
 PY
 V=""
 for c in dsv32-sparse-h16-b1 dsv32-sparse-h16-b32 dsv32-sparse-h16-b128 dsv32-sparse-h16-verify \
