@@ -8,7 +8,8 @@ fewer than 16 where there are 16 (a padded m16 tile); 8 warps past 16 heads. Of 
 that leaves 8 warps per SM resident (sm_120: a 4-warp block must share its SM) and whose grid,
 with splits of two tiles, reaches half the SMs (small batches: 16-head blocks rather than idle
 SMs); then as many splits of the top-k list as one wave of blocks holds, at least two tiles each
-unless that leaves over half the SMs idle; and the PDL merge wherever the arch has it.
+unless that leaves over half the SMs idle; the PDL merge wherever the arch has it; and the split
+softmax where a split holds at least SPLIT_SOFTMAX_TILES tiles.
 
 Measured on the H200 (sweep of the ten sparse grid cases, 2026-11-30,
 bench/results/h200-2026-11-30k-sparse): register dequantization won every case, the old default
@@ -32,6 +33,7 @@ MIN_WARPS_PER_SM = 8
 MIN_TILES_PER_SPLIT = 2  # shorter splits cost more in pipeline fill and combine than they add,
 # unless the grid leaves over half the SMs idle without them
 SPLIT_LIMIT = 64  # the default's own cap (kgen.mla.spec.MAX_SPLITS bounds any config)
+SPLIT_SOFTMAX_TILES = 4  # tiles per split from which the split softmax pays for its barrier
 
 
 def _pipelines(spec: SparseSpec) -> list[tuple[str, int, int]]:
@@ -97,7 +99,20 @@ def default_sparse_config(spec: SparseSpec, batch: int, arch: Arch, sm_count: in
     # with one split there is no merge, and the kernel without the fused merge's code is still
     # 1% faster.
     pdl = int(arch.has_pdl)
-    return SparseConfig(**{**config.to_dict(), "kv_splits": splits, "pdl_combine": pdl})
+    config = SparseConfig(**{**config.to_dict(), "kv_splits": splits, "pdl_combine": pdl})
+    # The softmax split between a row group's warps (one barrier more per tile, a quarter of the
+    # exponentials and partial-score loads per warp): measured on the H200 at sm_120's occupancy,
+    # 0.4-7% faster on the seven grid cases whose splits hold 16-128 tiles, 0.4-1.1% slower on the
+    # three B = 1 ones (splits of 2 tiles; bench/RESULTS.md, twenty-first session).
+    tiles = math.ceil(math.ceil(spec.topk / config.block_n) / splits)
+    if tiles >= SPLIT_SOFTMAX_TILES:
+        split = SparseConfig(**{**config.to_dict(), "split_softmax": 1})
+        try:
+            sparse_layout_for(spec, split, arch)  # its P buffer must fit too
+            config = split
+        except ConfigError:
+            pass
+    return config
 
 
 def _blocks(spec: SparseSpec, batch: int, config: SparseConfig) -> int:
