@@ -179,6 +179,19 @@ __device__ __forceinline__ void qk_partials(const T* tile, const float* row_scal
             make_float2(sums[i][j][2 * h], sums[i][j][2 * h + 1]);
 }
 
+// The sum over the column groups of the partial scores of one (row, position pair): `partial` is
+// column group 0's.
+__device__ __forceinline__ float2 partial_sum(const float* partial) {
+  float2 sum = *reinterpret_cast<const float2*>(partial);
+#pragma unroll
+  for (int c = 1; c < COL_GROUPS; ++c) {
+    const float2 v = *reinterpret_cast<const float2*>(partial + c * (M_TILES * 16 * S_STRIDE));
+    sum.x += v.x;
+    sum.y += v.y;
+  }
+  return sum;
+}
+
 // 2. Whole scores of this warp's rows from the partials; entries with slot -1 and padding rows
 // masked; online softmax; P as A fragments (o rescaled when a row's max rose).
 __device__ __forceinline__ void softmax_tile(const Params& p, const float* partials, const int* slots_s, RowState& st,

@@ -345,6 +345,18 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
             make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
 }
 
+// The column groups' partial scores summed, at `at` (a float2 in column group 0's slot).
+__device__ __forceinline__ float2 partial_sum(const float* at) {
+  float2 sum = *reinterpret_cast<const float2*>(at);
+#pragma unroll
+  for (int c = 1; c < COL_GROUPS; ++c) {
+    const float2 v = *reinterpret_cast<const float2*>(at + c * (M_TILES * 16 * S_STRIDE));
+    sum.x += v.x;
+    sum.y += v.y;
+  }
+  return sum;
+}
+
 // Whether a row (valid: not padding; drafts: its draft bits) sees position n of a split ending at
 // `end`.
 __device__ __forceinline__ bool visible(int n, int end, int prefix, bool valid, unsigned long long drafts) {

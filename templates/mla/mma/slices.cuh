@@ -3,8 +3,8 @@
 // pairs are consecutive lanes of one warp (a whole warp is in or out). Each lane sums the partial
 // scores of its items once, takes its rows' tile max over the row's lanes, writes P to shared
 // memory and keeps its share of l; a row whose max rose leaves its rescale factor for the warps
-// holding its output columns. Included after the family's WARP_M, M_TILES, BLOCK_N, COL_GROUPS,
-// O_TILES, S_STRIDE, SPLIT_SOFTMAX, Lane, frag_row and Accum.
+// holding its output columns. Included after the family's WARP_M, BLOCK_N, COL_GROUPS, O_TILES,
+// SPLIT_SOFTMAX, Lane, frag_row and Accum.
 
 namespace mla {
 
@@ -13,19 +13,6 @@ constexpr int GROUP_LANES = COL_GROUPS * 32;
 constexpr int GROUP_PAIRS = WARP_M * 16 * PAIRS_PER_ROW;
 constexpr int ITEMS = (GROUP_PAIRS + GROUP_LANES - 1) / GROUP_LANES;
 static_assert(!SPLIT_SOFTMAX || 32 % PAIRS_PER_ROW == 0, "a row's position pairs in one warp");
-
-// The column groups' partial scores of one (row, position pair) summed, at `at` (a float2 in
-// column group 0's slot; the groups' slots are a tile's M_TILES x 16 rows of S_STRIDE floats apart).
-__device__ __forceinline__ float2 partial_sum(const float* at) {
-  float2 sum = *reinterpret_cast<const float2*>(at);
-#pragma unroll
-  for (int c = 1; c < COL_GROUPS; ++c) {
-    const float2 v = *reinterpret_cast<const float2*>(at + c * (M_TILES * 16 * S_STRIDE));
-    sum.x += v.x;
-    sum.y += v.y;
-  }
-  return sum;
-}
 
 // A row group's (row, position pair) items of a tile, dealt to its lanes in order: item k of a
 // lane is index(k); a row's BLOCK_N / 2 pairs are consecutive lanes of one warp. (The dense
@@ -68,8 +55,8 @@ __device__ __forceinline__ void rescale_rows(const float* alpha_s, Accum& o, con
 
 // At the end of the split: each row's m and l (summed over its lanes) into m_s and l_s. `sl` is
 // the family's slice state: per item the row's running max m[k] and the item's share of l, l[k].
-template <class SliceState>
-__device__ __forceinline__ void publish_rows(const SliceState& sl, float* m_s, float* l_s, const Lane& ln) {
+template <class Slice>
+__device__ __forceinline__ void publish_rows(const Slice& sl, float* m_s, float* l_s, const Lane& ln) {
 #pragma unroll
   for (int k = 0; k < ITEMS; ++k) {
     if (!Items::live(k, ln)) continue;
