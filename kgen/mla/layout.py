@@ -52,6 +52,22 @@ def refuse_pdl_below_sm90(config, arch: Arch, refuse) -> None:
         )
 
 
+def refuse_unsplit_softmax(config, refuse) -> None:
+    """split_softmax's refusals (both tensor-core families, mla/mma/slices.cuh): the slices share
+    one row group's softmax between its column groups, and keep a row's position pairs in one
+    warp."""
+    if config.split_softmax and config.col_groups == 1:
+        refuse("split_softmax", "needs col_groups > 1: one column group has no softmax to share")
+    if config.split_softmax and 32 % (config.block_n // 2):
+        refuse("block_n", "split_softmax keeps a row's position pairs in one warp: 16, 32 or 64")
+
+
+def split_softmax_smem(m_tiles: int, block_n: int) -> int:
+    """The split softmax's shared memory (both tensor-core families): 16-bit P rows of block_n + 8
+    (ldmatrix rows on distinct banks), then a rescale factor (later m) and l per row."""
+    return m_tiles * 16 * ((block_n + 8) * 2 + 2 * 4)
+
+
 # The tensor-core path's own axes, each with the CUDA-core paths that take it too (the others
 # take it at 0)
 MMA_AXES = {

@@ -16,7 +16,9 @@ from kgen.mla.layout import (
     combine_smem,
     mma_warp_grid,
     refuse_pdl_below_sm90,
+    refuse_unsplit_softmax,
     refuser,
+    split_softmax_smem,
     swizzled_row_bytes,
 )
 from kgen.mla.spec import Config, Spec
@@ -96,14 +98,11 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         refuse(
             "split_reduce", "needs col_groups > 1: one column group has no partial scores to sum"
         )
-    if config.split_softmax and config.col_groups == 1:
-        refuse("split_softmax", "needs col_groups > 1: one column group has no softmax to share")
+    refuse_unsplit_softmax(config, refuse)
     if config.split_softmax and config.split_reduce:
         refuse(
             "split_reduce", "must be 0 with split_softmax, which sums the partials in its slices"
         )
-    if config.split_softmax and 32 % (config.block_n // 2):
-        refuse("block_n", "split_softmax keeps a row's position pairs in one warp: 16, 32 or 64")
     rows = spec.q_len * config.heads_per_block
     if config.swap_rows:
         if rows > 8:
@@ -171,8 +170,8 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     s_stride = config.block_n + (24 - config.block_n % 16) % 16
     score_buffers = 2 if config.qk_ahead or config.specialize else 1
     score_bytes = score_buffers * cols * m_tiles * 16 * s_stride * 4
-    if config.split_softmax:  # 16-bit P, then a rescale factor (later m) and l per row
-        score_bytes += m_tiles * 16 * ((config.block_n + 8) * 2 + 2 * 4)
+    if config.split_softmax:
+        score_bytes += split_softmax_smem(m_tiles, config.block_n)
     smem = q_bytes + stage_bytes + score_bytes + 16
     if max(smem, combine_smem(threads)) > arch.smem_per_block:
         refuse(

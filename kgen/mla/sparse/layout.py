@@ -16,7 +16,9 @@ from kgen.mla.layout import (
     mma_warp_grid,
     padded_row_bytes,
     refuse_pdl_below_sm90,
+    refuse_unsplit_softmax,
     refuser,
+    split_softmax_smem,
 )
 from kgen.mla.sparse import fp8
 from kgen.mla.sparse.spec import SparseConfig, SparseSpec
@@ -94,10 +96,7 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
     if config.dequant == "shared" and config.smem_stages < 2:
         refuse("smem_stages", "the cp.async gather pipeline needs at least 2 stages")
     refuse_pdl_below_sm90(config, arch, refuse)
-    if config.split_softmax and config.col_groups == 1:
-        refuse("split_softmax", "needs col_groups > 1: one column group has no softmax to share")
-    if config.split_softmax and 32 % (config.block_n // 2):
-        refuse("block_n", "split_softmax keeps a row's position pairs in one warp: 16, 32 or 64")
+    refuse_unsplit_softmax(config, refuse)
     if config.min_blocks * threads > arch.max_threads_per_sm:
         refuse(
             "min_blocks",
@@ -123,9 +122,10 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
     score_bytes = cols * m_tiles * 16 * s_stride * 4
     slot_bytes = max(config.smem_stages, 2) * block_n * 4
     scale_bytes = (tile_bytes // tile_row_bytes) * fp8.GROUPS * 4  # per dequantized tile row
-    softmax_bytes = m_tiles * 16 * ((block_n + 8) * 2 + 2 * 4) if config.split_softmax else 0
-    smem = q_bytes + stage_bytes + tile_bytes + score_bytes + slot_bytes + scale_bytes
-    smem += softmax_bytes
+    softmax_bytes = split_softmax_smem(m_tiles, block_n) if config.split_softmax else 0
+    smem = (
+        q_bytes + stage_bytes + tile_bytes + score_bytes + slot_bytes + scale_bytes + softmax_bytes
+    )
     if max(smem, combine_smem(threads)) > arch.smem_per_block:
         refuse(
             "heads_per_block" if q_bytes > stage_bytes + tile_bytes else "smem_stages",
