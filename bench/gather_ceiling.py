@@ -11,6 +11,7 @@ torch's index_select of the rows (which also writes them), and the launch with n
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 from pathlib import Path
 
@@ -41,6 +42,7 @@ VARIANTS = (
 )
 
 
+@functools.cache  # one compile and load per variant, whichever cases time it
 def gather_kernel(arch: str, chunks: int, unroll: int, listed: bool, warp_rows: int) -> Kernel:
     defines = (
         f"#define CHUNKS {chunks}\n#define UNROLL {unroll}\n#define LISTED {int(listed)}\n"
