@@ -179,19 +179,6 @@ __device__ __forceinline__ void qk_partials(const T* tile, const float* row_scal
             make_float2(sums[i][j][2 * h], sums[i][j][2 * h + 1]);
 }
 
-// The sum over the column groups of the partial scores of one (row, position pair): `partial` is
-// column group 0's.
-__device__ __forceinline__ float2 partial_sum(const float* partial) {
-  float2 sum = *reinterpret_cast<const float2*>(partial);
-#pragma unroll
-  for (int c = 1; c < COL_GROUPS; ++c) {
-    const float2 v = *reinterpret_cast<const float2*>(partial + c * (M_TILES * 16 * S_STRIDE));
-    sum.x += v.x;
-    sum.y += v.y;
-  }
-  return sum;
-}
-
 // 2. Whole scores of this warp's rows from the partials; entries with slot -1 and padding rows
 // masked; online softmax; P as A fragments (o rescaled when a row's max rose).
 __device__ __forceinline__ void softmax_tile(const Params& p, const float* partials, const int* slots_s, RowState& st,
@@ -234,15 +221,7 @@ __device__ __forceinline__ bool softmax_slice(const Params& p, const float* part
     const bool row = r < ROWS;
     const float sx = row && slot.x >= 0 ? sum.x * p.scale_log2 : -CUDART_INF_F;
     const float sy = row && slot.y >= 0 ? sum.y * p.scale_log2 : -CUDART_INF_F;
-    float alpha = 1.f;
-    const float mx = fmaxf(sx, sy);
-    if (__any_sync(0xffffffffu, may_rise(sl.m[k], mx))) rose |= max_rose(sl.m[k], row_max(mx), alpha);
-    const float base = exp_base(sl.m[k]);
-    const unsigned packed = Mma::pack(kgen::fast_exp2(sx - base), kgen::fast_exp2(sy - base));
-    const float2 rounded = Mma::unpack(packed);  // l sums exactly the p that P.V uses
-    sl.l[k] = sl.l[k] * alpha + rounded.x + rounded.y;
-    *reinterpret_cast<unsigned*>(p_s + r * P_STRIDE + c) = packed;
-    if (c == 0) alpha_s[r] = alpha;
+    softmax_item(make_float2(sx, sy), r, c, sl.m[k], sl.l[k], p_s, alpha_s, rose);
   }
   return rose;
 }
@@ -310,9 +289,7 @@ __device__ __forceinline__ void pv_tile(const T* tile, const float* row_scales, 
 #pragma unroll
   for (int kk = 0; kk < PV_STEPS; ++kk) {
     unsigned a[WARP_M][4];
-#pragma unroll
-    for (int i = 0; i < WARP_M; ++i)
-      kgen::ldmatrix_x4(a[i], p_s + ((ln.rg * WARP_M + i) * 16 + ln.lane % 16) * P_STRIDE + (2 * kk + ln.lane / 16) * 8);
+    load_p(a, p_s, kk, ln);
     pv_step(tile, row_scales, kk, a, o, ln);
   }
 }

@@ -345,18 +345,6 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
             make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
 }
 
-// The column groups' partial scores summed, at `at` (a float2 in column group 0's slot).
-__device__ __forceinline__ float2 partial_sum(const float* at) {
-  float2 sum = *reinterpret_cast<const float2*>(at);
-#pragma unroll
-  for (int c = 1; c < COL_GROUPS; ++c) {
-    const float2 v = *reinterpret_cast<const float2*>(at + c * (M_TILES * 16 * S_STRIDE));
-    sum.x += v.x;
-    sum.y += v.y;
-  }
-  return sum;
-}
-
 // Whether a row (valid: not padding; drafts: its draft bits) sees position n of a split ending at
 // `end`.
 __device__ __forceinline__ bool visible(int n, int end, int prefix, bool valid, unsigned long long drafts) {
@@ -367,6 +355,7 @@ __device__ __forceinline__ bool visible(int n, int end, int prefix, bool valid, 
 
 }  // namespace mla
 
+{% include "mla/mma/online_softmax.cuh" %}
 {% include "mla/mma/slices.cuh" %}
 
 namespace mla {
@@ -383,12 +372,6 @@ __device__ __forceinline__ void reduce_partials(float* partials, float scale_log
     *reinterpret_cast<float2*>(at) = make_float2(sum.x * scale_log2, sum.y * scale_log2);
   }
 }
-
-}  // namespace mla
-
-{% include "mla/mma/online_softmax.cuh" %}
-
-namespace mla {
 
 // 2. Whole scores of this warp's rows from the partials, masked; online softmax; P as A fragments
 // (o rescaled when a row's max rose).
@@ -452,15 +435,7 @@ __device__ __forceinline__ bool softmax_slice(const Params& p, const float* part
       if (!visible(start + c, start + count, prefix, r < ROWS, sl.drafts[k])) s.x = -CUDART_INF_F;
       if (!visible(start + c + 1, start + count, prefix, r < ROWS, sl.drafts[k])) s.y = -CUDART_INF_F;
     }
-    float alpha = 1.f;
-    const float mx = fmaxf(s.x, s.y);
-    if (__any_sync(0xffffffffu, may_rise(sl.m[k], mx))) rose |= max_rose(sl.m[k], row_max(mx), alpha);
-    const float base = exp_base(sl.m[k]);
-    const unsigned packed = Mma::pack(kgen::fast_exp2(s.x - base), kgen::fast_exp2(s.y - base));
-    const float2 rounded = Mma::unpack(packed);  // l sums exactly the p that P.V uses
-    sl.l[k] = sl.l[k] * alpha + rounded.x + rounded.y;
-    *reinterpret_cast<unsigned*>(p_s + r * P_STRIDE + c) = packed;
-    if (c == 0) alpha_s[r] = alpha;
+    softmax_item(s, r, c, sl.m[k], sl.l[k], p_s, alpha_s, rose);
   }
   return rose;
 }
@@ -596,9 +571,7 @@ __device__ __forceinline__ void pv_tile(const T* tile, const T* p_s, Accum& o, c
 #pragma unroll
   for (int kk = 0; kk < PV_STEPS; ++kk) {
     unsigned a[WARP_M][4];
-#pragma unroll
-    for (int i = 0; i < WARP_M; ++i)
-      kgen::ldmatrix_x4(a[i], p_s + ((ln.rg * WARP_M + i) * 16 + ln.lane % 16) * P_STRIDE + (2 * kk + ln.lane / 16) * 8);
+    load_p(a, p_s, kk, ln);
     pv_step(tile, kk, a, o, ln);
   }
 }
