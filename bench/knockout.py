@@ -55,6 +55,21 @@ LATE_TRIGGER = (
     "    kgen::launch_dependents();\n  } else if (num_splits > 1) {\n",
     "  } else if (num_splits > 1) {\n",
 )
+
+
+def EVICT(priority: str) -> tuple[str, str]:  # noqa: N802 (an edit, named as the others)
+    """The 16-byte line-hinted copies (the KV tiles, q) with an L2 eviction priority."""
+    return (
+        '    asm volatile(KGEN_CP_ASYNC("cp.async.cg.shared.global.L2::128B") ::"r"(dst), '
+        '"l"(gmem), "n"(BYTES), "r"(z) : "memory");\n',
+        "    unsigned long long policy;\n"
+        f'    asm("createpolicy.fractional.L2::{priority}.b64 %0, 1.0;" : "=l"(policy));\n'
+        '    asm volatile("{\\n .reg .pred z;\\n setp.ne.b32 z, %3, 0;\\n '
+        "cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], %2, z, %4;\\n}\\n\" "
+        '::"r"(dst), "l"(gmem), "n"(BYTES), "r"(z), "l"(policy) : "memory");\n',
+    )
+
+
 EDITS = {
     "nocopy": [
         (
@@ -120,6 +135,8 @@ EDITS = {
     "nocomb": [
         ("    finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));\n", ""),
     ],
+    "evict1st": [EVICT("evict_first")],
+    "evictlast": [EVICT("evict_last")],
 }
 
 _render = kernel_module.mla_program
