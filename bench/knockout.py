@@ -65,7 +65,7 @@ def EVICT(priority: str) -> tuple[str, str]:  # noqa: N802 (an edit, named as th
         "    unsigned long long policy;\n"
         f'    asm("createpolicy.fractional.L2::{priority}.b64 %0, 1.0;" : "=l"(policy));\n'
         '    asm volatile("{\\n .reg .pred z;\\n setp.ne.b32 z, %3, 0;\\n '
-        "cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], %2, z, %4;\\n}\\n\" "
+        'cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], %2, z, %4;\\n}\\n" '
         '::"r"(dst), "l"(gmem), "n"(BYTES), "r"(z), "l"(policy) : "memory");\n',
     )
 

@@ -6,9 +6,10 @@ integer fields). `--batch N` times every case at N sequences instead (how the ti
 with the grid's blocks). `--default` times the heuristic default config='auto' falls back to on this
 GPU (kgen.mla.choose.compiled_default; dense cases) instead of the shipped config, with the
 `:field=value` changes if given: run from two trees, or with and without a change, an A/B of the
-heuristic. JSON lines to stdout.
+heuristic. `--flush read` flushes L2 by reading instead of overwriting (kgen.tune.timing.FLUSHES).
+JSON lines to stdout.
 
-    PYTHONPATH=. python3 bench/time_shipped.py [--reps N] [--default] [CASE[:field=value,...] ...]
+    PYTHONPATH=. python3 bench/time_shipped.py [--reps N] [--default] [--flush write|read] [CASE...]
 
 (default: every 16-bit dense case)
 """
@@ -30,6 +31,7 @@ from kgen.mla.choose import compiled_default, refit_splits  # noqa: E402
 from kgen.tune.family import FAMILIES  # noqa: E402
 from kgen.tune.space import load_grid, parse_case_overrides  # noqa: E402
 from kgen.tune.sweep import compile_space  # noqa: E402
+from kgen.tune.timing import FLUSHES  # noqa: E402
 from kgen.tune.trials import Trials  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +71,9 @@ def main() -> int:
     parser.add_argument(
         "--batch", type=int, help="time each case at this many sequences (splits as configured)"
     )
+    parser.add_argument(
+        "--flush", choices=FLUSHES, default="write", help="how L2 is flushed (kgen.tune.timing)"
+    )
     args = parser.parse_args()
     grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
     if args.batch:
@@ -85,14 +90,16 @@ def main() -> int:
             (name, case, changed_default(grid[case], parse_case_overrides(name)[1], arch, sms))
             for name, case, _ in runs
         ]
-    trials = Trials()
+    trials = Trials(args.flush)
     compile_space([(grid[case].spec, config) for _, case, config in runs], arch.name)
     for name, case, config in runs:
         (r,) = trials.variant(grid[case], config, [config.kv_splits], seed=3, reps=args.reps)
         summary = {k: r.get(k) for k in ("status", "median_us", "error")}
         shape = {"batch": grid[case].batch}
         print(
-            json.dumps({"case": name, "config": config.short_name(), **shape, **summary}),
+            json.dumps(
+                {"case": name, "config": config.short_name(), "flush": args.flush} | shape | summary
+            ),
             flush=True,
         )
     return 0

@@ -29,18 +29,29 @@ class Timing:
         }
 
 
+# How L2 is flushed before each timed launch. "write" (kgen's sweep and every figure in
+# bench/RESULTS.md, as Triton's do_bench does it) overwrites a buffer: L2 is left full of dirty
+# lines, and the timed kernel pays the write-back of those its reads evict (measured on the H200:
+# ~8 us on the batch decode cases, ~1.5 us at B = 1). "read" reads the buffer: L2 is left clean,
+# and the events time the kernel's own traffic.
+FLUSHES = ("write", "read")
+
+
 class Timer:
-    def __init__(self, device: torch.device):
-        self.flush_buffer = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=device)
+    def __init__(self, device: torch.device, flush: str = "write"):
+        if flush not in FLUSHES:
+            raise ValueError(f"flush: expected one of {FLUSHES}, got {flush!r}")
+        self.flush_buffer = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+        self._flush = self.flush_buffer.zero_ if flush == "write" else self.flush_buffer.sum
 
     def flushed(self, fn: Callable[[], object], reps: int = 30, warmup: int = 3) -> Timing:
-        """Median of `reps` launches of fn, each after overwriting L2, timed with CUDA events
-        (the GPU time of fn's launches: the host's time to issue them is hidden)."""
+        """Median of `reps` launches of fn, each after flushing L2, timed with CUDA events (the
+        GPU time of fn's launches: the host's time to issue them is hidden)."""
         for _ in range(warmup):
             fn()
         times = []
         for _ in range(reps):
-            self.flush_buffer.zero_()
+            self._flush()
             # Keep the GPU busy while the host prepares the launch, so the events time the GPU's
             # work, not the Python call's host cost (timed apart: bench/host_overhead.py).
             torch.cuda._sleep(HOST_COVER_CYCLES)

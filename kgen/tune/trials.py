@@ -70,9 +70,9 @@ SIDES = {
 class Trials:
     """Trial runner bound to one GPU (the current one)."""
 
-    def __init__(self):
+    def __init__(self, flush: str = "write"):
         self.device = torch.device("cuda", device.current())
-        self.timer = Timer(self.device)
+        self.timer = Timer(self.device, flush)
 
     def gpu(self) -> tuple[str, int]:
         """The GPU's name and SM count."""
