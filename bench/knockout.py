@@ -12,6 +12,10 @@ Knock-outs (join several with '+'):
   nobar   no row-group barriers inside the loop (split softmax's two; the tile barrier stays)
   noexp   2^x is x (no SFU work)
   nocomb  no split-KV combine (each split writes its partial and leaves)
+  noscan  masks with drafts: no scan of the tile's draft V rows for Inf/NaN (row path)
+  nofold  masks with drafts: no fold of the V rows the scan found (the call compiled out)
+  evict1st, evictlast  (knock-ins, results unchanged) the line-hinted 16-byte copies (KV tiles, q)
+          with an L2 eviction priority
   early   pdl_combine: the attention kernel lets mla_combine launch at its start, not its end
   notrig  pdl_combine: no explicit trigger (mla_combine launches as the attention blocks exit)
 The tiled float32 path (compute='tiled'):
@@ -134,6 +138,19 @@ EDITS = {
     ],
     "nocomb": [
         ("    finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));\n", ""),
+    ],
+    "noscan": [
+        (
+            "  return lo < count && scan_drafts(tile, lo, count, bad);\n",
+            "  return false;  // knocked out\n",
+        ),
+    ],
+    "nofold": [
+        (
+            "      if (any_bad) fold_bad_drafts(p, b, tile, start, prefix, bad, partials, p_h, "
+            "pa, o, ln);\n",
+            "",
+        ),
     ],
     "evict1st": [EVICT("evict_first")],
     "evictlast": [EVICT("evict_last")],
