@@ -5,8 +5,9 @@ candidates), checked against the float64 oracle and timed with today's code, and
 re-recorded (new code stamp, new trials) in --db. Far cheaper than a full sweep; it finds no new
 configs. `--record` records the winners of an earlier run's DIR/<case>/results.json instead
 (where the device's database did not come back, say). `--open AXIS=V,V` sweeps those values of
-an axis instead of the shipped one (e.g. `--open pdl_combine=0,1 --open min_blocks=1,3`; for the
-sparse family, those of its axes).
+an axis instead of the shipped one (e.g. `--open pdl_combine=0,1 --open min_blocks=1,3`,
+`--open mma_stage_tiles=2x16,3x16` for (stages, block_n) pairs; for the sparse family, those of
+its axes).
 
     PYTHONPATH=. python3 bench/retune_shipped.py --out DIR --db DB [--reps N] [--open A=V,V] [CASE]
     python3 bench/retune_shipped.py --record --out DIR --db DB
@@ -84,11 +85,14 @@ def pinned_options(config, db: Path, reps: int, opened: dict) -> SweepOptions:
 
 
 def parse_open(items: list[str]) -> dict:
-    """`AXIS=V,V` items -> {axis: (V, V)} (integer axes)."""
+    """`AXIS=V,V` items -> {axis: (V, V)} (integer axes; `SxN` values are (S, N) pairs, as
+    mma_stage_tiles=2x16,3x16 for (stages, block_n))."""
     opened = {}
     for item in items:
         axis, _, values = item.partition("=")
-        opened[axis] = tuple(int(v) for v in values.split(","))
+        opened[axis] = tuple(
+            tuple(int(x) for x in v.split("x")) if "x" in v else int(v) for v in values.split(",")
+        )
     return opened
 
 

@@ -214,8 +214,14 @@ __device__ __forceinline__ void end_split(const Params& p, int b, int num_splits
 }
 
 // The rows of this thread's fragments: (tile i, half h) -> row (rg * WARP_M + i) * 16 + g + 8h.
+// A compile-time flag as a value (a generic lambda's template argument).
+template <bool B>
+struct Flag {
+  static constexpr bool value = B;
+};
+
 struct FragRows {
-  unsigned long long drafts[WARP_M][2];
+  unsigned long long drafts[WARP_M][2];  // read before the first tile that holds drafts (tiles_loop)
   bool valid[WARP_M][2];
 };
 
@@ -346,10 +352,11 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
 }
 
 // Whether a row (valid: not padding; drafts: its draft bits) sees position n of a split ending at
-// `end`.
+// `end`. DRAFTS = false: n is known to be a prefix position (the draft bits are not read).
+template <bool DRAFTS = true>
 __device__ __forceinline__ bool visible(int n, int end, int prefix, bool valid, unsigned long long drafts) {
   bool seen = valid && n < end;
-  if (MASK_KIND != MASK_NONE && n >= prefix) seen = seen && ((drafts >> (n - prefix)) & 1ull);
+  if (DRAFTS && MASK_KIND != MASK_NONE && n >= prefix) seen = seen && ((drafts >> (n - prefix)) & 1ull);
   return seen;
 }
 
@@ -374,7 +381,8 @@ __device__ __forceinline__ void reduce_partials(float* partials, float scale_log
 }
 
 // 2. Whole scores of this warp's rows from the partials, masked; online softmax; P as A fragments
-// (o rescaled when a row's max rose).
+// (o rescaled when a row's max rose). DRAFTS = false: the tile holds no draft position.
+template <bool DRAFTS>
 __device__ __forceinline__ void softmax_tile(const Params& p, const float* partials, int start, int count, int prefix,
                                              const FragRows& rows, RowState& st, Accum& o, PFrags& pa, const Lane& ln) {
   float s[WARP_M][N_TILES][4];
@@ -405,7 +413,7 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const float* parti
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int h = e / 2, n = start + 8 * j + 2 * ln.qd + e % 2;
-          if (!visible(n, start + count, prefix, rows.valid[i][h], rows.drafts[i][h])) s[i][j][e] = -CUDART_INF_F;
+          if (!visible<DRAFTS>(n, start + count, prefix, rows.valid[i][h], rows.drafts[i][h])) s[i][j][e] = -CUDART_INF_F;
         }
   }
   online_softmax(s, st, o, pa);
@@ -415,11 +423,12 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const float* parti
 // running max m (log2 units, the same in every lane of the row) and the item's share of l.
 struct Slice : Items {
   float m[ITEMS], l[ITEMS];
-  unsigned long long drafts[ITEMS];
+  unsigned long long drafts[ITEMS];  // read before the first tile that holds drafts
 };
 
 // 2'. This lane's slice of the tile's softmax: P into p_s, each row's rescale factor (1 when its
-// max held) into alpha_s. Returns whether any of its rows' max rose.
+// max held) into alpha_s. Returns whether any of its rows' max rose. DRAFTS as softmax_tile's.
+template <bool DRAFTS>
 __device__ __forceinline__ bool softmax_slice(const Params& p, const float* partials, int start, int count, int prefix,
                                               Slice& sl, T* p_s, float* alpha_s, const Lane& ln) {
   const bool whole = start + BLOCK_N <= prefix && count == BLOCK_N;
@@ -432,8 +441,8 @@ __device__ __forceinline__ bool softmax_slice(const Params& p, const float* part
     s.x *= p.scale_log2;
     s.y *= p.scale_log2;
     if (!whole) {
-      if (!visible(start + c, start + count, prefix, r < ROWS, sl.drafts[k])) s.x = -CUDART_INF_F;
-      if (!visible(start + c + 1, start + count, prefix, r < ROWS, sl.drafts[k])) s.y = -CUDART_INF_F;
+      if (!visible<DRAFTS>(start + c, start + count, prefix, r < ROWS, sl.drafts[k])) s.x = -CUDART_INF_F;
+      if (!visible<DRAFTS>(start + c + 1, start + count, prefix, r < ROWS, sl.drafts[k])) s.y = -CUDART_INF_F;
     }
     softmax_item(s, r, c, sl.m[k], sl.l[k], p_s, alpha_s, rose);
   }

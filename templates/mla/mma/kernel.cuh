@@ -31,7 +31,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     for (int h = 0; h < 2; ++h) {
       const int r = frag_row(ln.rg, i, h, ln.g);
       rows.valid[i][h] = r < ROWS;
-      rows.drafts[i][h] = r < ROWS ? draft_bits(p, b, row_token(r)) : 0ull;
+      rows.drafts[i][h] = 0ull;
       st.m[i][h] = -CUDART_INF_F;
       st.l[i][h] = 0.f;
     }
@@ -43,10 +43,9 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   Slice sl;
 #pragma unroll
   for (int k = 0; k < ITEMS; ++k) {
-    const int r = Slice::row(k, ln);
     sl.m[k] = -CUDART_INF_F;
     sl.l[k] = 0.f;
-    sl.drafts[k] = SPLIT_SOFTMAX && r < ROWS ? draft_bits(p, b, row_token(r)) : 0ull;
+    sl.drafts[k] = 0ull;
   }
 
   const int prefix = range.prefix, begin = range.begin, end = range.end;
@@ -72,70 +71,97 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     }
   }
 
-  for (int it = 0; it < num_tiles; ++it) {
-    T* tile = tiles + (it % STAGES) * TILE_ELEMS;
-    float* partials = scores + (QK_AHEAD ? (it % 2) * SCORE_FLOATS : 0);
-    unsigned long long* bad = bad_s + (QK_AHEAD ? it % 2 : 0);
-    const int start = begin + it * BLOCK_N, count = min(BLOCK_N, end - start), next = it + STAGES - 1;
-    bool any_bad;
-    if constexpr (QK_AHEAD) {
-      kgen::cp_async_wait<STAGES - 3>();
-      any_bad = __syncthreads_or(found);  // tile it + 1 landed, tile it's partials are whole, tile it - 1's buffer is free
-    } else {
-      kgen::cp_async_wait<STAGES - 2>();
-      __syncthreads();  // tile `it` landed for all; tile it - 1's buffer and the scores are free
+  // The tiles before the drafts run a loop of their own, compiled without the draft logic: with a
+  // draft mask only the last split's last tile or two hold drafts, and the draft bits, the scan
+  // and the fold would otherwise cost registers (and so recomputed addresses) in every iteration.
+  // (With QK_AHEAD an iteration also scans the next tile: a prefix iteration's next tile is a
+  // prefix tile too.)
+  const int prefix_tiles =
+      MASK_KIND == MASK_NONE || end <= prefix ? num_tiles : min(num_tiles, max(0, (prefix - begin) / BLOCK_N));
+  const int prefix_iters = QK_AHEAD && prefix_tiles < num_tiles ? max(0, prefix_tiles - 1) : prefix_tiles;
+  auto tiles_loop = [&](auto with_drafts, int from, int to) {
+    constexpr bool DRAFTS = decltype(with_drafts)::value;
+    if constexpr (DRAFTS) {
+#pragma unroll
+      for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = frag_row(ln.rg, i, h, ln.g);
+          rows.drafts[i][h] = !SPLIT_SOFTMAX && r < ROWS ? draft_bits(p, b, row_token(r)) : 0ull;
+        }
+#pragma unroll
+      for (int k = 0; k < ITEMS; ++k) {
+        const int r = Slice::row(k, ln);
+        sl.drafts[k] = SPLIT_SOFTMAX && r < ROWS ? draft_bits(p, b, row_token(r)) : 0ull;
+      }
     }
-    // Tile `next`'s copy: now, or with SPREAD_COPIES in pieces by this iteration's q.K^T
-    const TileCopy copy =
-        next < num_tiles ? TileCopy(p, begin + next * BLOCK_N, end, page, tiles + (next % STAGES) * TILE_ELEMS) : TileCopy();
-    if constexpr (!SPREAD_COPIES) {
-      copy.all();
-      kgen::cp_async_commit();
-    }
-    page = fetch_page(p, b, begin + (next + 1) * BLOCK_N, end);  // used an iteration from now
-    if constexpr (!QK_AHEAD) {
-      qk_partials(tile, qf, q_s, partials, copy, ln);
-      if constexpr (SPREAD_COPIES) kgen::cp_async_commit();
-      // The partials are whole. A row group reads only its own rows' partials, so without drafts
-      // (no scan, whose flags are block-wide) its own barrier is enough.
-      if constexpr (MASK_KIND == MASK_NONE) {
-        any_bad = row_group_sync_or(false, ln);
+    for (int it = from; it < to; ++it) {
+      T* tile = tiles + (it % STAGES) * TILE_ELEMS;
+      float* partials = scores + (QK_AHEAD ? (it % 2) * SCORE_FLOATS : 0);
+      unsigned long long* bad = bad_s + (QK_AHEAD ? it % 2 : 0);
+      const int start = begin + it * BLOCK_N, count = min(BLOCK_N, end - start), next = it + STAGES - 1;
+      bool any_bad;
+      if constexpr (QK_AHEAD) {
+        kgen::cp_async_wait<STAGES - 3>();
+        any_bad = __syncthreads_or(found);  // tile it + 1 landed, tile it's partials are whole, tile it - 1's buffer is free
       } else {
-        any_bad = __syncthreads_or(scan_tile(tile, start, end, prefix, bad));
+        kgen::cp_async_wait<STAGES - 2>();
+        __syncthreads();  // tile `it` landed for all; tile it - 1's buffer and the scores are free
+      }
+      // Tile `next`'s copy: now, or with SPREAD_COPIES in pieces by this iteration's q.K^T
+      const TileCopy copy =
+          next < num_tiles ? TileCopy(p, begin + next * BLOCK_N, end, page, tiles + (next % STAGES) * TILE_ELEMS) : TileCopy();
+      if constexpr (!SPREAD_COPIES) {
+        copy.all();
+        kgen::cp_async_commit();
+      }
+      page = fetch_page(p, b, begin + (next + 1) * BLOCK_N, end);  // used an iteration from now
+      if constexpr (!QK_AHEAD) {
+        qk_partials(tile, qf, q_s, partials, copy, ln);
+        if constexpr (SPREAD_COPIES) kgen::cp_async_commit();
+        // The partials are whole. A row group reads only its own rows' partials, so without drafts
+        // (no scan, whose flags are block-wide) its own barrier is enough.
+        if constexpr (!DRAFTS) {
+          any_bad = row_group_sync_or(false, ln);
+        } else {
+          any_bad = __syncthreads_or(scan_tile(tile, start, end, prefix, bad));
+        }
+      }
+      if constexpr (SPLIT_REDUCE) {
+        reduce_partials(partials, p.scale_log2, ln);
+        row_group_sync_or(false, ln);  // every slice of the group summed
+      }
+      PFrags pa;
+      if constexpr (SPLIT_SOFTMAX) {
+        // The row group's P whole; a row's rescale factor is read before the group's next softmax (the
+        // tile barrier between)
+        if (row_group_sync_or(softmax_slice<DRAFTS>(p, partials, start, count, prefix, sl, p_h, alpha_s, ln), ln)) {
+          rescale_rows(alpha_s, o, ln);
+        }
+      } else {
+        softmax_tile<DRAFTS>(p, partials, start, count, prefix, rows, st, o, pa, ln);
+      }
+      // Without draft rows no V row is ever folded (no scan either). Measured on the H200: compiling
+      // the never-taken fold out of MASK_NONE kernels saves 2-4% on the H >= 64 cases.
+      if constexpr (DRAFTS) {
+        if (any_bad) fold_bad_drafts(p, b, tile, start, prefix, bad, partials, p_h, pa, o, ln);
+      }
+      if constexpr (SPLIT_SOFTMAX) {
+        pv_tile(tile, p_h, o, ln);
+      } else {
+        pv_tile(tile, pa, o, ln);
+      }
+      if constexpr (QK_AHEAD) {
+        // Tile it + 1's partial scores, in the same straight-line code as the P.V above so that the
+        // two interleave. Past the last tile this reads a consumed buffer into a buffer nobody reads.
+        const T* ahead = tiles + ((it + 1) % STAGES) * TILE_ELEMS;
+        qk_partials(ahead, qf, q_s, scores + ((it + 1) % 2) * SCORE_FLOATS, TileCopy(), ln);
+        if constexpr (DRAFTS) found = scan_tile(ahead, start + BLOCK_N, end, prefix, bad_s + (it + 1) % 2);
       }
     }
-    if constexpr (SPLIT_REDUCE) {
-      reduce_partials(partials, p.scale_log2, ln);
-      row_group_sync_or(false, ln);  // every slice of the group summed
-    }
-    PFrags pa;
-    if constexpr (SPLIT_SOFTMAX) {
-      // The row group's P whole; a row's rescale factor is read before the group's next softmax (the
-      // tile barrier between)
-      if (row_group_sync_or(softmax_slice(p, partials, start, count, prefix, sl, p_h, alpha_s, ln), ln)) {
-        rescale_rows(alpha_s, o, ln);
-      }
-    } else {
-      softmax_tile(p, partials, start, count, prefix, rows, st, o, pa, ln);
-    }
-    // Without draft rows no V row is ever folded (no scan either). Measured on the H200: compiling
-    // the never-taken fold out of MASK_NONE kernels saves 2-4% on the H >= 64 cases.
-    if constexpr (MASK_KIND != MASK_NONE) {
-      if (any_bad) fold_bad_drafts(p, b, tile, start, prefix, bad, partials, p_h, pa, o, ln);
-    }
-    if constexpr (SPLIT_SOFTMAX) {
-      pv_tile(tile, p_h, o, ln);
-    } else {
-      pv_tile(tile, pa, o, ln);
-    }
-    if constexpr (QK_AHEAD) {
-      // Tile it + 1's partial scores, in the same straight-line code as the P.V above so that the
-      // two interleave. Past the last tile this reads a consumed buffer into a buffer nobody reads.
-      const T* ahead = tiles + ((it + 1) % STAGES) * TILE_ELEMS;
-      qk_partials(ahead, qf, q_s, scores + ((it + 1) % 2) * SCORE_FLOATS, TileCopy(), ln);
-      found = scan_tile(ahead, start + BLOCK_N, end, prefix, bad_s + (it + 1) % 2);
-    }
-  }
+  };
+  tiles_loop(Flag<false>(), 0, prefix_iters);
+  if constexpr (MASK_KIND != MASK_NONE) tiles_loop(Flag<true>(), prefix_iters, num_tiles);
   kgen::cp_async_wait<0>();
   if constexpr (SPLIT_SOFTMAX) {
     __syncthreads();  // every rescale factor read

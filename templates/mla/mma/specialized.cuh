@@ -122,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       const int start = begin + it * BLOCK_N, count = min(BLOCK_N, end - start);
       hand_off();  // hand-off `it`: tile it's partials and draft flags written
       // The role's P whole; a row's rescale factor is read before its next softmax (barrier between)
-      if (row_group_sync_or(softmax_slice(p, partials, start, count, prefix, sl, p_h, alpha_s, ln), ln)) {
+      if (row_group_sync_or(softmax_slice<true>(p, partials, start, count, prefix, sl, p_h, alpha_s, ln), ln)) {
         rescale_rows(alpha_s, o, ln);
       }
       if constexpr (MASK_KIND != MASK_NONE) {
