@@ -1,8 +1,8 @@
 """A/B of an L2 eviction priority on the KV tile copies (bench/knockout.py's evict1st edit)
-under two ways of flushing L2 before each launch: overwriting a 256 MB buffer (kgen's timing:
-L2 left full of dirty lines, which the kernel's reads must write back as they evict them) and
-reading it (L2 left clean). Each variant's outputs are compared bit for bit with the unedited
-kernel's. Prints one line per (case, flush, variant): median us.
+under both of kgen.tune.timing's L2 flushes: "write" (kgen's timing: L2 left full of dirty
+lines, which the kernel's reads must write back as they evict them) and "read" (L2 left clean).
+Each variant's outputs are compared bit for bit with the unedited kernel's. Prints one line per
+(case, flush, variant): median us.
 
     PYTHONPATH=. python3 bench/evict_ab.py [--reps N] CASE ...
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import statistics
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -25,23 +24,9 @@ from time_shipped import case_config, shipped_configs  # noqa: E402
 
 from kgen.mla.workload import make_workload  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
-from kgen.tune.timing import FLUSH_BYTES, HOST_COVER_CYCLES  # noqa: E402
+from kgen.tune.timing import FLUSHES, Timer  # noqa: E402
 
 VARIANTS = {"base": [], "evict1st": ["evict1st"]}
-
-
-def median_us(fn, flush, reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        flush()
-        torch.cuda._sleep(HOST_COVER_CYCLES)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
-    return statistics.median(times)
 
 
 def main() -> int:
@@ -54,8 +39,7 @@ def main() -> int:
     runs = [f"{name}@{'+'.join(kos) or 'base'}" for name in args.cases for kos in VARIANTS.values()]
     with ProcessPoolExecutor(8, mp_context=multiprocessing.get_context("spawn")) as pool:
         list(pool.map(precompile, runs))  # into the disk cache, in parallel
-    buffer = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-    flushes = {"dirty": buffer.zero_, "clean": lambda: buffer.sum()}
+    timers = {flush: Timer(torch.device("cuda"), flush) for flush in FLUSHES}
     for name in args.cases:
         case, config = case_config(name, configs)
         w = make_workload(grid[case].spec, grid[case].seq_lens, seed=1)
@@ -70,13 +54,14 @@ def main() -> int:
             torch.equal(outs[v][0], outs["base"][0]) and torch.equal(outs[v][1], outs["base"][1])
             for v in outs
         )
-        for flush_name, flush in flushes.items():
+        for flush, timer in timers.items():
             for _round in range(2):
                 for v, kernel in kernels.items():
                     out, lse = outs[v]
                     a = w.args()
-                    us = median_us(lambda: kernel(*a, out=out, lse=lse), flush, args.reps)  # noqa: B023
-                    print(f"{name:28} {flush_name:5} {v:9} {us:8.2f}  identical={same}", flush=True)
+                    run = lambda: kernel(*a, out=out, lse=lse)  # noqa: B023, E731
+                    us = timer.flushed(run, args.reps).median_us
+                    print(f"{name:28} {flush:5} {v:9} {us:8.2f}  identical={same}", flush=True)
     return 0
 
 
