@@ -61,7 +61,7 @@ LATE_TRIGGER = (
 )
 
 
-def EVICT(priority: str) -> tuple[str, str]:  # noqa: N802 (an edit, named as the others)
+def evict_edit(priority: str) -> tuple[str, str]:
     """The 16-byte line-hinted copies (the KV tiles, q) with an L2 eviction priority."""
     return (
         '    asm volatile(KGEN_CP_ASYNC("cp.async.cg.shared.global.L2::128B") ::"r"(dst), '
@@ -99,9 +99,9 @@ EDITS = {
     ],
     "nosoft": [
         (
-            "      if (row_group_sync_or(softmax_slice(p, partials, start, count, prefix, sl, p_h, "
-            "alpha_s, ln), ln)) {\n        rescale_rows(alpha_s, o, ln);\n      }\n",
-            "      row_group_sync_or(false, ln);\n",
+            "if (row_group_sync_or(softmax_slice<DRAFTS>(p, partials, start, count, prefix, sl, "
+            "p_h, alpha_s, ln), ln)) {\n          rescale_rows(alpha_s, o, ln);\n        }\n",
+            "row_group_sync_or(false, ln);\n",
         ),
     ],
     "nobar": [("    return __syncthreads_or(pred);\n", "    return pred;\n")],
@@ -147,13 +147,13 @@ EDITS = {
     ],
     "nofold": [
         (
-            "      if (any_bad) fold_bad_drafts(p, b, tile, start, prefix, bad, partials, p_h, "
-            "pa, o, ln);\n",
-            "",
+            "if (any_bad) fold_bad_drafts(p, b, tile, start, prefix, bad, partials, p_h, pa, o, "
+            "ln);\n",
+            "\n",
         ),
     ],
-    "evict1st": [EVICT("evict_first")],
-    "evictlast": [EVICT("evict_last")],
+    "evict1st": [evict_edit("evict_first")],
+    "evictlast": [evict_edit("evict_last")],
 }
 
 _render = kernel_module.mla_program

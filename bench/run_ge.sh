@@ -2,6 +2,7 @@
 # On the device (twenty-second session): the row path's loop split in two (prefix tiles compiled
 # without the draft logic) against the tree before it (ab_old/, an untracked copy of HEAD's kgen
 # and templates), alternating; the shipped configs, oracle-checked (bench/time_shipped.py).
+# (What bench/ab.sh does for any trees; kept as the script that ran.)
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
