@@ -26,6 +26,17 @@ class Workload:
     def args(self) -> tuple:
         return (self.q, self.kv_cache, self.block_table, self.seq_lens, self.mask, self.scale)
 
+    def packed_args(self) -> tuple:
+        """args() with a tree mask as its bit rows: what a serving engine passes each layer,
+        having packed the step's mask once (kgen.mla.pack_tree_mask); with the bool mask every
+        call also runs the packing's two small kernels."""
+        if self.mask is None:
+            return self.args()
+        from kgen.mla.inputs import pack_tree_mask
+
+        bits = pack_tree_mask(self.mask)
+        return (self.q, self.kv_cache, self.block_table, self.seq_lens, bits, self.scale)
+
     def poisoned_outputs(self) -> tuple[torch.Tensor, torch.Tensor]:
         """out and lse filled with NaN: after a call, any unwritten element shows."""
         spec, nan = self.spec, float("nan")

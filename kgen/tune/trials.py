@@ -26,12 +26,14 @@ L2_ROTATION_BYTES = 256 << 20  # graph replays rotate inputs until they outgrow 
 
 @dataclasses.dataclass(frozen=True)
 class Side:
-    """A family's trial inputs: workload(case, device, seed), its float64 oracle, what one call
-    must do (bytes, FLOPs), the bytes a graph replay rotates, and the torch baseline (prepared
-    once, untimed, then called)."""
+    """A family's trial inputs: workload(case, device, seed), its float64 oracle, the arguments
+    a timed call takes (a tree mask packed once, as a serving engine's layers take it; the check
+    runs on the workload's own arguments), what one call must do (bytes, FLOPs), the bytes a graph
+    replay rotates, and the torch baseline (prepared once, untimed, then called)."""
 
     workload: Callable
     reference: Callable
+    timed_args: Callable
     work: Callable
     rotated_bytes: Callable
     prepare: Callable
@@ -51,6 +53,7 @@ SIDES = {
             case.spec, case.seq_lens, device=device, seed=seed
         ),
         reference=torch_reference,
+        timed_args=Workload.packed_args,
         work=_work,
         rotated_bytes=lambda w: w.kv_bytes(),
         prepare=torch_mla.prepare,
@@ -59,6 +62,7 @@ SIDES = {
     "sparse": Side(
         workload=sparse_trials.bench_workload,
         reference=sparse_trials.sparse_oracle,
+        timed_args=lambda w: w.args(),
         work=sparse_trials.sparse_work,
         rotated_bytes=lambda w: w.kv_cache.nbytes,
         prepare=lambda w: w,
@@ -86,7 +90,7 @@ class Trials:
         family, side = family_of(case.spec), SIDES[family_of(case.spec).name]
         w = side.workload(case, self.device, seed)
         ref = [x.cpu().numpy() for x in side.reference(w)]
-        work = side.work(w)
+        work, args = side.work(w), side.timed_args(w)
         results = []
         for count in splits:
             cfg = dataclasses.replace(config, kv_splits=count)
@@ -100,7 +104,7 @@ class Trials:
                 results.append({**row, "status": "wrong", "detail": str(err)})
                 continue
             timing = self.timer.flushed(
-                lambda k=kernel, o=out, s=lse: k(*w.args(), out=o, lse=s), reps=reps
+                lambda k=kernel, o=out, s=lse: k(*args, out=o, lse=s), reps=reps
             )
             results.append({**row, "status": "ok", **timing.to_dict()})
         return results
@@ -113,9 +117,10 @@ class Trials:
         copies = max(1, min(16, math.ceil(L2_ROTATION_BYTES / max(1, side.rotated_bytes(first)))))
         workloads = [first] + [side.workload(case, self.device, seed + i) for i in range(1, copies)]
         outputs = [w.poisoned_outputs() for w in workloads]
+        args = [side.timed_args(w) for w in workloads]
         calls = [
-            lambda w=w, o=o: kernel(*w.args(), out=o[0], lse=o[1])
-            for w, o in zip(workloads, outputs, strict=True)
+            lambda a=a, o=o: kernel(*a, out=o[0], lse=o[1])
+            for a, o in zip(args, outputs, strict=True)
         ]
         return {**self.timer.graph(calls).to_dict(), "rotated_inputs": copies}
 
