@@ -300,3 +300,18 @@ def test_the_tiled_path_takes_the_pdl_merge_from_sm90_on():
         build(spec, tiled_config(8, smem_stages=2, pdl_combine=1), "sm_80")
     fused = build(spec, tiled_config(8, smem_stages=2, kv_splits=4), "sm_120")
     assert "mla_combine" not in fused.binary.usage
+
+
+def test_a_causal_chain_takes_the_registers_of_a_tree():
+    """Causal draft bits are computed, a tree's are loaded; the kernel must not be specialised on
+    the computed form: for kimi-tp8-verify-batch's shipped config the causal kernel took 227
+    registers on sm_90 (two blocks per SM, 1.5x the tree kernel's time) where the tree took 168."""
+    config = replace(
+        MMA, heads_per_block=2, kv_splits=6, smem_stages=3, split_softmax=1, pdl_combine=1
+    )
+    tree = Spec(heads=8, q_len=8, dtype="bfloat16", mask="tree")
+    tree_usage = build(tree, config, "sm_90").binary.usage["mla_attention"]
+    causal_usage = build(replace(tree, mask="causal"), config, "sm_90").binary.usage[
+        "mla_attention"
+    ]
+    assert causal_usage.registers <= tree_usage.registers + 8, (causal_usage, tree_usage)

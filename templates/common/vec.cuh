@@ -50,6 +50,13 @@ struct Vec {
 };
 
 // Butterfly sum: every lane ends with the same bits (each step adds the same pair, a + b == b + a).
+// x, with how it was computed hidden from the optimizer (it may still be hoisted or shared): for a
+// value the kernel should treat as data, as it does a loaded one.
+__device__ __forceinline__ unsigned long long opaque(unsigned long long x) {
+  asm("mov.b64 %0, %0;" : "+l"(x));
+  return x;
+}
+
 __device__ __forceinline__ float warp_allsum(float x) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
