@@ -213,13 +213,13 @@ __device__ __forceinline__ void end_split(const Params& p, int b, int num_splits
   }
 }
 
-// The rows of this thread's fragments: (tile i, half h) -> row (rg * WARP_M + i) * 16 + g + 8h.
 // A compile-time flag as a value (a generic lambda's template argument).
 template <bool B>
 struct Flag {
   static constexpr bool value = B;
 };
 
+// The rows of this thread's fragments: (tile i, half h) -> row (rg * WARP_M + i) * 16 + g + 8h.
 struct FragRows {
   unsigned long long drafts[WARP_M][2];  // read before the first tile that holds drafts (tiles_loop)
   bool valid[WARP_M][2];
