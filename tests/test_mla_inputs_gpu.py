@@ -85,6 +85,13 @@ def test_packed_and_broadcast_masks_agree(case):
         w.q, w.kv_cache, w.block_table, w.seq_lens, shared.expand(2, 2, 2).contiguous(), w.scale
     )
     assert torch.equal(one[0], both[0])
+    # bool masks with other strides (an expanded or a transposed view): the same results
+    strided = kernel(w.q, w.kv_cache, w.block_table, w.seq_lens, shared.expand(2, 2, 2), w.scale)
+    assert torch.equal(one[0], strided[0]) and torch.equal(one[1], strided[1])
+    flipped = w.mask.transpose(1, 2).contiguous().transpose(1, 2)  # same values, other strides
+    assert not flipped.is_contiguous()
+    other = kernel(w.q, w.kv_cache, w.block_table, w.seq_lens, flipped, w.scale)
+    assert torch.equal(dense[0], other[0]) and torch.equal(dense[1], other[1])
 
 
 def test_attention_needs_a_mask_for_several_tokens(case):

@@ -80,13 +80,15 @@ class Step:
         self.table = table.to(torch.int32)
         self.mask = torch.stack([random_tree(SPEC.q_len, gen) for _ in range(BATCH)])
 
-    def load_into(self, block_table, seq_lens, bits) -> None:
-        """Write this step into the tensors a graph captured (in place: same addresses)."""
+    def load_into(self, block_table, seq_lens, mask) -> None:
+        """Write this step into the tensors a graph captured (in place: same addresses); the
+        mask as bit rows (int64) or as it is (bool), whichever `mask` holds."""
         import torch
 
         block_table.copy_(self.table)
         seq_lens.copy_(torch.tensor(self.lens, dtype=torch.int32))
-        bits.copy_(pack_tree_mask(self.mask.cuda()))
+        tree = self.mask.cuda()
+        mask.copy_(pack_tree_mask(tree) if mask.dtype == torch.int64 else tree)
 
     def reference(self, q, kv_cache, scale):
         return mla_reference(
@@ -100,10 +102,12 @@ class Step:
 
 
 @CONFIGS
-def test_one_graph_runs_every_layer_and_follows_new_step_inputs(monkeypatch, config):
+@pytest.mark.parametrize("mask_form", ["bits", "bool"])
+def test_one_graph_runs_every_layer_and_follows_new_step_inputs(monkeypatch, config, mask_form):
     """Many runs (a different cache and q per layer) captured in one graph after plan, with
     compiling forbidden; replays after seq_lens, block_table and mask contents change match
-    the reference and eager runs."""
+    the reference and eager runs. The mask as bit rows, or as a bool mask (run packs it: the
+    packing is captured too)."""
     import torch
 
     gen = torch.Generator(device="cuda").manual_seed(3)
@@ -117,7 +121,11 @@ def test_one_graph_runs_every_layer_and_follows_new_step_inputs(monkeypatch, con
     lses = [torch.full(shape[:3], float("nan"), device="cuda") for _ in qs]
     block_table = torch.zeros(BATCH, WIDTH, dtype=torch.int32, device="cuda")
     seq_lens = torch.zeros(BATCH, dtype=torch.int32, device="cuda")
-    bits = torch.zeros(BATCH, SPEC.q_len, dtype=torch.int64, device="cuda")
+    bits = torch.zeros(
+        (BATCH, SPEC.q_len) if mask_form == "bits" else (BATCH, SPEC.q_len, SPEC.q_len),
+        dtype=torch.int64 if mask_form == "bits" else torch.bool,
+        device="cuda",
+    )
     scale = 0.1
 
     runner = kgen.mla.plan(SPEC, BATCH, WIDTH, config=config, scale=scale)
