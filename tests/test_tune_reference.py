@@ -75,3 +75,23 @@ def test_the_sparse_bench_workload_lists_distinct_positions_of_each_sequences_ow
     owners = [set(pages[b].flatten().tolist()) for b in range(3)]
     assert not (owners[0] & owners[1] or owners[1] & owners[2] or owners[0] & owners[2])
     assert sparse_work(w)["bytes"] == 3 * 2 * 50 * 656
+
+
+def test_timed_calls_take_the_tree_mask_packed_once():
+    """The sweep times a tree case with its mask as bit rows, packed before the timing (what a
+    serving engine's layers take); every other case with the workload's own arguments."""
+    import torch
+
+    from kgen.mla import pack_tree_mask
+    from kgen.tune.trials import SIDES
+
+    tree = make_workload(
+        Spec(heads=2, q_len=5, dtype="float32", mask="tree"), [9, 17], device="cpu", seed=1
+    )
+    timed = SIDES["dense"].timed_args(tree)
+    assert timed[4].dtype == torch.int64 and torch.equal(timed[4], pack_tree_mask(tree.mask))
+    assert all(a is b for i, (a, b) in enumerate(zip(timed, tree.args(), strict=True)) if i != 4)
+    chain = make_workload(
+        Spec(heads=2, q_len=5, dtype="float32", mask="causal"), [9], device="cpu", seed=1
+    )
+    assert SIDES["dense"].timed_args(chain) == chain.args()
