@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from kgen.mla.inputs import pack_tree_mask
 from kgen.mla.spec import Spec
 
 
@@ -32,8 +33,6 @@ class Workload:
         call also runs the packing's two small kernels."""
         if self.mask is None:
             return self.args()
-        from kgen.mla.inputs import pack_tree_mask
-
         bits = pack_tree_mask(self.mask)
         return (self.q, self.kv_cache, self.block_table, self.seq_lens, bits, self.scale)
 
