@@ -14,6 +14,8 @@ Knock-outs (join several with '+'):
   nocomb  no split-KV combine (each split writes its partial and leaves)
   noscan  masks with drafts: no scan of the tile's draft V rows for Inf/NaN (row path)
   nofold  masks with drafts: no fold of the V rows the scan found (the call compiled out)
+  nodrafts  masks with drafts: no draft loop at all (the tiles holding drafts are skipped): the
+          prefix loop as a kernel of its own would compile it
   evict1st, evictlast  (knock-ins, results unchanged) the line-hinted 16-byte copies (KV tiles, q)
           with an L2 eviction priority
   early   pdl_combine: the attention kernel lets mla_combine launch at its start, not its end
@@ -152,6 +154,13 @@ EDITS = {
             "\n",
         ),
     ],
+    "nodrafts": [
+        (
+            "  if constexpr (MASK_KIND != MASK_NONE) tiles_loop(Flag<true>(), prefix_iters, "
+            "num_tiles);\n",
+            "",
+        ),
+    ],
     "evict1st": [evict_edit("evict_first")],
     "evictlast": [evict_edit("evict_last")],
 }
@@ -221,7 +230,7 @@ def main() -> int:
         kernel(*w.args(), out=out, lse=lse)
         torch.cuda.synchronize()
         regs = next(iter(kernel.binary.usage.values())).registers
-        args_ = w.args()
+        args_ = w.packed_args()  # a tree mask packed once, as the sweep times it
         us = timer.flushed(lambda: kernel(*args_, out=out, lse=lse), args.reps).median_us  # noqa: B023
         print(f"{name:60} {'+'.join(knockouts) or 'base':24} {regs:4d} {us:8.1f}", flush=True)
     return 0
