@@ -60,10 +60,11 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   const int prefix_tiles =
       MASK_KIND == MASK_NONE || end <= prefix ? num_tiles : min(num_tiles, max(0, (prefix - begin) / BLOCK_N));
   const int draft_tiles = num_tiles - prefix_tiles;
-  // The first position of the tile iteration `it` works on; past the last tile a position of the
-  // split's (its page is read, never used: no copy is issued for it). Without drafts the old
-  // formula as it was: the select, never taken there, still cost sm_120 (NVRTC 13.5) 12 B of spill
-  // in two decode entries.
+  // The first position of the tile iteration `it` works on. Past the last tile (the page fetched
+  // an iteration ahead) it is a position of the split's draft tiles or past its end: a block-table
+  // entry of this split's, or none, read and never used (no copy is issued for it). Without drafts
+  // the formula as it was: the select, never taken there, still cost sm_120 (NVRTC 13.5) 12 B of
+  // spill in two decode entries.
   auto tile_start = [&](int it) {
     if constexpr (MASK_KIND == MASK_NONE) return begin + it * BLOCK_N;
     return begin + (it < draft_tiles ? prefix_tiles + it : it - draft_tiles) * BLOCK_N;
