@@ -1,6 +1,6 @@
-"""What runner.run's host time is made of: each tensor attribute read, the stream query and the
-launch, timed alone (timeit, best of 5 rounds of 20000 calls) on the tensors of
-bench/host_overhead.py's decode call.
+"""What runner.run's host time is made of: each tensor attribute read its fast path makes and the
+stream and capture queries, timed alone (timeit, best of 5 rounds of 20000 calls) on a q tensor of
+bench/host_overhead.py's decode call. (The launch itself: bench/host_overhead.py.)
 
     PYTHONPATH=. python3 bench/host_parts.py      # on a GPU (CPU tensors with --cpu)
 """

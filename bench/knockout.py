@@ -156,8 +156,7 @@ EDITS = {
     ],
     "nodrafts": [
         (
-            "  if constexpr (MASK_KIND != MASK_NONE) tiles_loop(Flag<true>(), prefix_iters, "
-            "num_tiles);\n",
+            "  if constexpr (MASK_KIND != MASK_NONE) tiles_loop(Flag<true>(), 0, draft_tiles);\n",
             "",
         ),
     ],
