@@ -16,6 +16,8 @@ Knock-outs (join several with '+'):
   nofold  masks with drafts: no fold of the V rows the scan found (the call compiled out)
   nodrafts  masks with drafts: no draft loop at all (the tiles holding drafts are skipped): the
           prefix loop as a kernel of its own would compile it
+  pfl2, pfl2x8  (knock-ins, results unchanged) the first head group prefetches into L2 the KV
+          rows 4 (8) tiles past the one it works on, for the head groups that follow
   evict1st, evictlast  (knock-ins, results unchanged) the line-hinted 16-byte copies (KV tiles, q)
           with an L2 eviction priority
   early   pdl_combine: the attention kernel lets mla_combine launch at its start, not its end
@@ -74,6 +76,33 @@ def evict_edit(priority: str) -> tuple[str, str]:
         'cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], %2, z, %4;\\n}\\n" '
         '::"r"(dst), "l"(gmem), "n"(BYTES), "r"(z), "l"(policy) : "memory");\n',
     )
+
+
+def l2_lead_edits(ahead: int) -> list[tuple[str, str]]:
+    """(knock-in, results unchanged; the row path's kernel) the first head group asks L2 for the
+    KV rows of the tile `ahead` iterations past the one it works on (prefetch.global.L2, a line
+    per thread; the page read an iteration earlier), so the other head groups' copies of it hit."""
+    prologue = "  int page = fetch_page(p, b, tile_start(STAGES - 1), end);  // of the next tile to copy\n"
+    loop = "      page = fetch_page(p, b, tile_start(next + 1), end);  // used an iteration from now\n"
+    lead = (
+        "      if (blockIdx.y == 0) {\n"
+        f"        const int n = tile_start(it + {ahead}) + load_pos();\n"
+        "        if (n < end) {\n"
+        "          const T* row = p.kv + lead_page * p.kv_sp + (n % PAGE_SIZE) * static_cast<int>(p.kv_sr);\n"
+        "          for (int l = threadIdx.x % LOAD_THREADS_PER_ROW; l * 64 < HEAD_DIM; l += LOAD_THREADS_PER_ROW)\n"
+        '            asm volatile("prefetch.global.L2 [%0];" ::"l"(row + l * 64));\n'
+        "        }\n"
+        f"        lead_page = fetch_page(p, b, tile_start(it + {ahead + 1}), end);\n"
+        "      }\n"
+    )
+    return [
+        (
+            prologue,
+            prologue + "  int lead_page = blockIdx.y == 0 ? "
+            f"fetch_page(p, b, tile_start({ahead}), end) : 0;\n",
+        ),
+        (loop, loop + lead),
+    ]
 
 
 EDITS = {
@@ -160,6 +189,8 @@ EDITS = {
             "",
         ),
     ],
+    "pfl2": l2_lead_edits(4),
+    "pfl2x8": l2_lead_edits(8),
     "evict1st": [evict_edit("evict_first")],
     "evictlast": [evict_edit("evict_last")],
 }
