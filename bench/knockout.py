@@ -82,14 +82,20 @@ def l2_lead_edits(ahead: int) -> list[tuple[str, str]]:
     """(knock-in, results unchanged; the row path's kernel) the first head group asks L2 for the
     KV rows of the tile `ahead` iterations past the one it works on (prefetch.global.L2, a line
     per thread; the page read an iteration earlier), so the other head groups' copies of it hit."""
-    prologue = "  int page = fetch_page(p, b, tile_start(STAGES - 1), end);  // of the next tile to copy\n"
-    loop = "      page = fetch_page(p, b, tile_start(next + 1), end);  // used an iteration from now\n"
+    prologue = (
+        "  int page = fetch_page(p, b, tile_start(STAGES - 1), end);  // of the next tile to copy\n"
+    )
+    loop = (
+        "      page = fetch_page(p, b, tile_start(next + 1), end);  // used an iteration from now\n"
+    )
     lead = (
         "      if (blockIdx.y == 0) {\n"
         f"        const int n = tile_start(it + {ahead}) + load_pos();\n"
         "        if (n < end) {\n"
-        "          const T* row = p.kv + lead_page * p.kv_sp + (n % PAGE_SIZE) * static_cast<int>(p.kv_sr);\n"
-        "          for (int l = threadIdx.x % LOAD_THREADS_PER_ROW; l * 64 < HEAD_DIM; l += LOAD_THREADS_PER_ROW)\n"
+        "          const T* row = p.kv + lead_page * p.kv_sp\n"
+        "                         + (n % PAGE_SIZE) * static_cast<int>(p.kv_sr);\n"
+        "          for (int l = threadIdx.x % LOAD_THREADS_PER_ROW; l * 64 < HEAD_DIM;\n"
+        "               l += LOAD_THREADS_PER_ROW)\n"
         '            asm volatile("prefetch.global.L2 [%0];" ::"l"(row + l * 64));\n'
         "        }\n"
         f"        lead_page = fetch_page(p, b, tile_start(it + {ahead + 1}), end);\n"
