@@ -1,0 +1,52 @@
+"""The bench harness's knock-outs still edit today's kernels: bench/knockout.py rewrites a rendered
+source at text anchors, and an anchor that a template edit moved makes the knock-out stop (or, had
+it been a loose match, edit the wrong line). Each knock-out must apply whole to at least one
+shipped config's rendered source, and the module's docstring must list exactly the knock-outs it
+has. Rendering only: nothing is compiled."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+knockout = pytest.importorskip("knockout")  # bench/knockout.py (imports torch)
+
+from kgen.arch import ARCHS  # noqa: E402
+from kgen.mla import Config, layout_for  # noqa: E402
+from kgen.mla.program import mla_program  # noqa: E402
+from kgen.tune.space import load_grid  # noqa: E402
+
+
+def shipped_programs() -> dict[str, tuple]:
+    """(spec, config, layout, rendered source) of every dense grid case's shipped config."""
+    grid = {c.name: c for c in load_grid(ROOT / "bench" / "grid.json")}
+    programs = {}
+    for name, config in knockout.shipped_configs().items():
+        if isinstance(config, Config) and name in grid:
+            spec = grid[name].spec
+            layout = layout_for(spec, config, ARCHS["sm_90"])
+            programs[name] = (spec, config, layout, mla_program(spec, config, layout).source)
+    return programs
+
+
+def test_every_knockout_applies_to_a_shipped_config():
+    programs = shipped_programs()
+    assert len(programs) >= 10
+    for name, edits in knockout.EDITS.items():
+        assert all(anchor != new for anchor, new in edits), f"{name}: an edit changes nothing"
+        fits = [c for c, (*_, src) in programs.items() if all(a in src for a, _ in edits)]
+        assert fits, f"knock-out {name!r}: some anchor is in no shipped config's source"
+        spec, config, layout, source = programs[fits[0]]
+        program = knockout.edited([name])(spec, config, layout)  # asserts every anchor is found
+        assert program.source != source and program.name.endswith(f"_ko_{name}")
+
+
+def test_the_docstring_lists_every_knockout():
+    doc = knockout.__doc__
+    listed = set(re.findall(r"^  ([a-z0-9]+(?:, [a-z0-9]+)*)\s", doc, re.MULTILINE))
+    names = {n for group in listed for n in group.split(", ")}
+    assert names == set(knockout.EDITS), names ^ set(knockout.EDITS)
