@@ -4,21 +4,31 @@ it been a loose match, edit the wrong line). Each knock-out must apply whole to 
 shipped config's rendered source, and the module's docstring must list exactly the knock-outs it
 has. Rendering only: nothing is compiled."""
 
+import importlib
 import re
 import sys
 from pathlib import Path
 
-import pytest
+from kgen.arch import ARCHS
+from kgen.mla import Config, layout_for
+from kgen.mla.program import mla_program
+from kgen.tune.space import load_grid
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
 
-knockout = pytest.importorskip("knockout")  # bench/knockout.py (imports torch)
 
-from kgen.arch import ARCHS  # noqa: E402
-from kgen.mla import Config, layout_for  # noqa: E402
-from kgen.mla.program import mla_program  # noqa: E402
-from kgen.tune.space import load_grid  # noqa: E402
+def _import_knockout():
+    """bench/knockout.py, with sys.path as it was afterwards: bench/ holds a profile.py, which on
+    the path would hide the standard library's (torch's compiler imports cProfile)."""
+    saved = list(sys.path)
+    try:
+        sys.path.insert(0, str(ROOT / "bench"))
+        return importlib.import_module("knockout")
+    finally:
+        sys.path[:] = saved
+
+
+knockout = _import_knockout()
 
 
 def shipped_programs() -> dict[str, tuple]:

@@ -14,7 +14,7 @@ import pytest
 
 import kgen.build
 from kgen.build import CacheLockTimeout, build_program
-from kgen.cache import FILE_MODE, CacheDirError, CacheWarning, DiskCache
+from kgen.cache import CacheDirError, CacheWarning, DiskCache
 
 from .axpy import axpy_program
 from .test_cache import cli
@@ -120,7 +120,9 @@ def test_files_are_readable_as_the_umask_allows_and_home_is_expanded(tmp_path, m
     binary = build_program(axpy_program(), "sm_120")
     cubin = tmp_path / "kgen-cache" / "kernels" / f"{binary.stem}.cubin"
     assert cubin.is_file()
-    assert stat.S_IMODE(cubin.stat().st_mode) == FILE_MODE
+    umask = os.umask(0)  # this process's, read back unchanged
+    os.umask(umask)
+    assert stat.S_IMODE(cubin.stat().st_mode) == 0o666 & ~umask  # what open() would have given
 
 
 def test_cubin_bytes_do_not_depend_on_the_working_directory(tmp_path, monkeypatch):

@@ -17,6 +17,7 @@ from kgen.arch import ARCHS
 from kgen.mla import Config, ConfigError, Spec, build, layout_for, workspace
 from kgen.mla.tiled_layout import tiled_config
 from kgen.resources import cubin_arch
+from kgen.sass import cuobjdump, disassemble, opcode_counts
 
 from .strategies import configs, raw_configs, specs
 
@@ -59,12 +60,17 @@ def test_valid_configs_compile_for_sm120_and_sm90(data):
 def test_invalid_configs_are_refused_before_compiling(data):
     spec = data.draw(specs(max_q_len=64), label="spec")
     config = data.draw(raw_configs(spec), label="config")
+    arch = ARCHS["sm_120"]
     try:
-        layout_for(spec, config, ARCHS["sm_120"])
+        layout = layout_for(spec, config, arch)
     except ConfigError as err:
         assert str(err).startswith("Config.")
         with compiler_disabled(), pytest.raises(ConfigError):
             build(spec, config, arch="sm_120")  # refused before the compiler is reached
+    else:  # what no accepted layout may break, checked here and not by the layout's own code
+        assert spec.heads % config.heads_per_block == 0
+        assert layout.threads == 32 * config.num_warps <= arch.max_threads_per_block
+        assert layout.dynamic_smem <= arch.smem_per_block
 
 
 @contextlib.contextmanager
@@ -188,6 +194,14 @@ def test_pdl_combine_builds_both_kernels_for_sm120_without_spills(swap_rows):
         assert usage.spill_stores == usage.spill_loads == 0
     assert "mla_combine(" in kernel.source and "mla_combine(" not in fused.source
     assert config.short_name().endswith("_pc") and not fused.config.short_name().endswith("_pc")
+    if cuobjdump() is not None:  # (the [sass] extra) the fused merge's counters are atomics
+        assert attention_atomics(kernel) == 0 < attention_atomics(fused)
+
+
+def attention_atomics(kernel) -> int:
+    """Atomic instructions in the SASS of a kernel's mla_attention entry."""
+    counts = opcode_counts(disassemble(kernel.cubin, "mla_attention"))
+    return sum(n for op, n in counts.items() if op.startswith(("ATOM", "RED")))
 
 
 def test_specialize_builds_for_sm120_without_spills():
@@ -270,6 +284,10 @@ def test_a_register_estimate_is_no_refusal():
     spec, config = Spec(heads=8), Config(smem_stages=0, block_n=64)
     layout = layout_for(spec, config, ARCHS["sm_120"])
     assert layout.registers_estimate > ARCHS["sm_120"].max_regs_per_thread
+    kernel = build(spec, config, "sm_120")
+    (usage,) = kernel.binary.usage.values()
+    assert kernel.cubin and 0 < usage.registers <= ARCHS["sm_120"].max_regs_per_thread
+    assert "spills" in kernel.resources.summary()  # reported, whatever ptxas made of it
 
 
 def test_sm90_takes_what_sm120_cannot():

@@ -126,8 +126,10 @@ def test_validate_names_the_bad_slot(monkeypatch):
     args = tensors()
     args["indices"][1, 0, 3] = PAGES * 4
     runner.run(**args)  # without validate: launched (the kernel makes that row NaN)
+    assert len(runner._launch.sent) == 1
     with pytest.raises(InputError, match=r"indices\[1, 0, 3\]=12: slots must be -1"):
         runner.run(**args, validate=True)
+    assert len(runner._launch.sent) == 1  # refused before launching
     args["indices"][1, 0, 3] = -2
     with pytest.raises(InputError, match=r"indices\[1, 0, 3\]=-2"):
         runner.run(**args, validate=True)

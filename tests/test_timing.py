@@ -11,8 +11,11 @@ def test_each_flush_reads_or_writes_the_whole_buffer(flush, monkeypatch):
     monkeypatch.setattr("kgen.tune.timing.FLUSH_BYTES", 1 << 12)
     timer = Timer(torch.device("cpu"), flush)
     timer.flush_buffer.fill_(7)
-    timer._flush()
-    # write: the buffer is overwritten (zeros); read: it is only read
+    result = timer._flush()
+    # write: the buffer is overwritten (zeros); read: every element is read (their sum comes
+    # back) and none written
+    if flush == "read":
+        assert int(result) == 7 * (1 << 10)
     assert int(timer.flush_buffer.sum()) == (0 if flush == "write" else 7 * (1 << 10))
 
 
