@@ -10,6 +10,8 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kgen import __version__
 from kgen.arch import ARCHS
@@ -140,6 +142,32 @@ def test_default_config_is_valid_for_every_grid_case(case, arch):
         assert res.smem <= ARCHS[arch].smem_per_block and res.spills == 0, res.summary()
 
 
+@settings(max_examples=8, deadline=None)
+@given(
+    heads=st.sampled_from([1, 3, 8, 16, 32, 64, 128]),
+    mask=st.sampled_from(["none", "causal", "tree"]),
+    q_len=st.sampled_from([1, 2, 3, 5, 8, 16]),
+    dtype=st.sampled_from(["bfloat16", "float16", "float32"]),
+    page_size=st.sampled_from([1, 16, 64]),
+    batch=st.sampled_from([1, 4, 32]),
+    max_len=st.sampled_from([2048, 16384]),
+)
+def test_the_sm120_default_of_any_shape_fits_and_does_not_spill(
+    heads, mask, q_len, dtype, page_size, batch, max_len
+):
+    """What config='auto' gives every sm_120 card (no tuned entries there) for shapes off the
+    grid too: it compiles within the block's shared memory and without spills."""
+    from kgen.mla import build
+    from kgen.mla.choose import compiled_default
+
+    q_len = 1 if mask == "none" else q_len
+    spec = Spec(heads=heads, q_len=q_len, dtype=dtype, page_size=page_size, mask=mask)
+    arch = ARCHS["sm_120"]
+    config = compiled_default(spec, batch, max_len, arch, sm_count=188)
+    res = build(spec, config, arch).resources
+    assert res.smem <= arch.smem_per_block and res.spills == 0, (config.short_name(), res.summary())
+
+
 def test_the_default_refits_its_splits_to_the_compiled_kernels_blocks_per_sm(monkeypatch):
     from types import SimpleNamespace
 
@@ -150,7 +178,7 @@ def test_the_default_refits_its_splits_to_the_compiled_kernels_blocks_per_sm(mon
     estimated = default_config(*args)
     assert estimated.kv_splits == 6  # the layout model's 3 blocks per SM: 396 slots
     compiled = SimpleNamespace(
-        resources=SimpleNamespace(occupancy=SimpleNamespace(blocks_per_sm=2))
+        resources=SimpleNamespace(occupancy=SimpleNamespace(blocks_per_sm=2), spills=0)
     )
     monkeypatch.setattr(choose, "build", lambda spec, config, arch: compiled)
     assert choose.compiled_default(*args) == replace(estimated, kv_splits=4)  # 264 slots
@@ -158,6 +186,29 @@ def test_the_default_refits_its_splits_to_the_compiled_kernels_blocks_per_sm(mon
     # sm_120's defaults are bound by shared memory, which the model knows exactly: no change
     sm120 = (case.spec, case.batch, case.max_len, ARCHS["sm_120"], 188)
     assert choose.compiled_default(*sm120) == default_config(*sm120)
+
+
+def test_a_default_whose_kernel_spills_is_passed_over(monkeypatch):
+    """ptxas may cap an 8-warp FMA block at 128 registers and spill (float32 blocks of 9-12 rows,
+    NVRTC 13.5): compiled_default then takes the same rows on 4 warps."""
+    from types import SimpleNamespace
+
+    from kgen.mla import choose
+
+    spec = Spec(heads=3, q_len=3, dtype="float32", page_size=64, mask="causal")
+    args = (spec, 1, 2048, ARCHS["sm_120"], 188)
+    assert default_config(*args).num_warps == 8  # what the layout model picks
+
+    def build(spec, config, arch):  # the 8-warp kernel spills, any other does not
+        return SimpleNamespace(
+            resources=SimpleNamespace(
+                occupancy=SimpleNamespace(blocks_per_sm=2), spills=112 * (config.num_warps == 8)
+            )
+        )
+
+    monkeypatch.setattr(choose, "build", build)
+    chosen = choose.compiled_default(*args)
+    assert (chosen.num_warps, chosen.heads_per_block) == (4, 3) and chosen.compute == "fma"
 
 
 def test_the_default_specialises_small_decode():

@@ -33,9 +33,18 @@ def compiled_default(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_co
     The layout model only estimates registers, and NVRTC versions differ: on the H200 one
     variant took 167 registers with one and 173 with another, so 3 blocks per SM became 2 and the
     default's splits ran in two waves, 40% slower. The cubin does not depend on the split count,
-    so this compiles nothing the call would not."""
-    config = default_config(spec, batch, max_seq_len, arch, sm_count)
+    so this compiles nothing the call would not, except where a candidate's kernel spills: it is
+    passed over for the next (ptxas may cap an 8-warp FMA block at 128 registers and spill, as
+    for float32 blocks of 9-12 rows on sm_120 and sm_90), so that no default spills."""
+    spill_free = _spill_free(spec, arch)
+    config = default_config(spec, batch, max_seq_len, arch, sm_count, accept=spill_free)
     return refit_splits(spec, config, batch, max_seq_len, arch, sm_count)
+
+
+def _spill_free(spec: Spec, arch: Arch):
+    """Whether a config's kernel for `spec` on `arch` compiles without spills (built, or found in
+    the cache)."""
+    return lambda config: build(spec, config, arch).resources.spills == 0
 
 
 def refit_splits(

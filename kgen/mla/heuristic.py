@@ -9,6 +9,8 @@ default respects its shared memory (sm_120: 99 KB per block) and stays under its
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import replace
 
 from kgen.arch import Arch
 from kgen.mla.layout import ConfigError, layout_for
@@ -88,10 +90,14 @@ def _fma_candidates(spec: Spec, arch: Arch):
         warps = 8 if rows > 2 * ROWS_PER_WARP_TARGET else 4
         if math.ceil(rows / warps) > ROWS_PER_WARP_TARGET and hpb > 1:
             continue
-        config = Config(
-            heads_per_block=hpb, vec_width=vec, smem_stages=stages, num_warps=warps, block_n=block_n
-        )
-        yield config, 0  # (config, the blocks per SM it must reach: any)
+        # then the same rows on 4 warps, for where ptxas caps the 8-warp block's registers and
+        # spills (compiled_default passes such a candidate over)
+        four = warps == 8 and math.ceil(rows / 4) <= ROWS_PER_WARP_TARGET
+        for w in (warps, 4) if four else (warps,):
+            config = Config(
+                heads_per_block=hpb, vec_width=vec, smem_stages=stages, num_warps=w, block_n=block_n
+            )
+            yield config, 0  # (config, the blocks per SM it must reach: any)
 
 
 def _mma_candidates(spec: Spec, batch: int, sm_count: int):
@@ -122,9 +128,9 @@ def _tiled_candidates(spec: Spec):
         yield tiled_config(fitting[0], smem_stages=2), 1
 
 
-def _first_fitting(spec: Spec, arch: Arch, compute: str, batch: int, sm_count: int):
+def _first_fitting(spec: Spec, arch: Arch, compute: str, batch: int, sm_count: int, accept):
     """The first candidate under the register limit that reaches its blocks per SM; else the
-    first under the limit that asks for at most two."""
+    first under the limit that asks for at most two. Candidates `accept` refuses are passed over."""
     if compute == "mma":
         candidates = _mma_candidates(spec, batch, sm_count)
     elif compute == "tiled":
@@ -141,30 +147,40 @@ def _first_fitting(spec: Spec, arch: Arch, compute: str, batch: int, sm_count: i
         if layout.registers_estimate > limit:
             continue
         if _blocks_per_sm(arch, layout.dynamic_smem) >= blocks:
-            return config, layout
-        if blocks <= 2:
-            fallback = fallback or (config, layout)
+            if accept(_with_pdl(config, arch)):
+                return config, layout
+        elif blocks <= 2 and fallback is None and accept(_with_pdl(config, arch)):
+            fallback = (config, layout)
     return fallback
 
 
-def default_config(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_count: int) -> Config:
+def default_config(
+    spec: Spec,
+    batch: int,
+    max_seq_len: int,
+    arch: Arch,
+    sm_count: int,
+    accept: Callable[[Config], bool] = lambda config: True,
+) -> Config:
     """The first candidate that fits the arch (tensor cores first for 16-bit dtypes; dims they
     cannot tile fall back to FMA), then as many KV splits as one wave of blocks holds (every SM
-    at the occupancy the layout allows), and no more."""
+    at the occupancy the layout allows), and no more. `accept` may refuse candidates the layout
+    model cannot judge (kgen.mla.choose.compiled_default: those whose compiled kernel spills);
+    it sees each as it would be returned, but for its KV splits (which change no code)."""
     computes = ("tiled", "fma") if spec.dtype == "float32" else ("mma", "fma")
     for compute in computes:
-        found = _first_fitting(spec, arch, compute, batch, sm_count)
+        found = _first_fitting(spec, arch, compute, batch, sm_count, accept)
         if found is not None:
             config, layout = found
             break
     else:
         raise ConfigError(f"no default config fits {spec.short_name()} on {arch.name}")
     specialized = _specialized(spec, config, arch) if config.compute == "mma" else None
-    if specialized is not None:
+    if specialized is not None and accept(_with_pdl(specialized[0], arch)):
         config, layout = specialized
     occupancy = arch.occupancy(layout.threads, layout.registers_estimate, layout.dynamic_smem)
     splits = one_wave_splits(spec, config, batch, max_seq_len, occupancy.blocks_per_sm, sm_count)
-    return Config(**{**config.to_dict(), "kv_splits": splits, "pdl_combine": _pdl(config, arch)})
+    return replace(_with_pdl(config, arch), kv_splits=splits)
 
 
 SPECIALIZED_MAX_HEADS = 16  # decode of at most 16 heads: memory-bound, one m16 tile per block
@@ -211,12 +227,12 @@ def _specialized(spec: Spec, config: Config, arch: Arch):
     return candidate, layout
 
 
-def _pdl(config: Config, arch: Arch) -> int:
-    """The split-KV merge in a kernel of its own (programmatic dependent launch) wherever the arch
-    has it (sm_90, sm_120): on the H200 the heuristic defaults of the 13 dense 16-bit grid cases
-    took 1-12% less time with it on 12 of them and 7% more on kimi-tp1-verify-tree (same splits
-    and occupancy; bench/RESULTS.md, seventeenth session)."""
-    return int(config.compute == "mma" and arch.has_pdl)
+def _with_pdl(config: Config, arch: Arch) -> Config:
+    """`config` with the split-KV merge in a kernel of its own (programmatic dependent launch)
+    wherever the arch has it (sm_90, sm_120): on the H200 the heuristic defaults of the 13 dense
+    16-bit grid cases took 1-12% less time with it on 12 of them and 7% more on
+    kimi-tp1-verify-tree (same splits and occupancy; bench/RESULTS.md, seventeenth session)."""
+    return replace(config, pdl_combine=int(config.compute == "mma" and arch.has_pdl))
 
 
 def one_wave_splits(
