@@ -11,6 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kgen.arch import ARCHS
 from kgen.mla import SparseConfig, SparseSpec, build_sparse, sparse_layout_for
@@ -48,6 +50,29 @@ def test_default_config_of_every_sparse_grid_spec_fits_sm120_spill_free(spec):
         config = default_sparse_config(spec, batch, ARCHS["sm_120"], sm_count=132)
         res = build_sparse(spec, config, "sm_120").resources
         assert res.smem <= ARCHS["sm_120"].smem_per_block and res.spills == 0, res.summary()
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    heads=st.sampled_from([1, 2, 8, 16, 32, 64, 128]),
+    q_len=st.sampled_from([1, 2, 4, 8]),
+    topk=st.sampled_from([1, 7, 300, 2048]),
+    kv_format=st.sampled_from(["fp8", "bf16"]),
+    page_size=st.sampled_from([1, 16, 64]),
+    dtype=st.sampled_from(["bfloat16", "float16"]),
+    batch=st.sampled_from([1, 4, 32, 128]),
+)
+def test_the_sm120_sparse_default_of_any_shape_fits_and_does_not_spill(
+    heads, q_len, topk, kv_format, page_size, dtype, batch
+):
+    """The sparse default every sm_120 card runs, for shapes off the grid too: it fits the
+    block's shared memory and compiles without spills."""
+    spec = SparseSpec(
+        heads=heads, q_len=q_len, topk=topk, kv_format=kv_format, page_size=page_size, dtype=dtype
+    )
+    config = default_sparse_config(spec, batch, ARCHS["sm_120"], sm_count=188)
+    res = build_sparse(spec, config, "sm_120").resources
+    assert res.smem <= ARCHS["sm_120"].smem_per_block and res.spills == 0, res.summary()
 
 
 def test_default_config_splits_the_softmax_where_splits_hold_several_tiles():
