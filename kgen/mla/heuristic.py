@@ -138,7 +138,7 @@ def _first_fitting(spec: Spec, arch: Arch, compute: str, batch: int, sm_count: i
     else:
         candidates = _fma_candidates(spec, arch)
     limit = MMA_REGISTER_TARGET if compute == "mma" else arch.max_regs_per_thread
-    fallback = None
+    fallbacks = []
     for config, blocks in candidates:
         try:
             layout = layout_for(spec, config, arch)
@@ -149,9 +149,10 @@ def _first_fitting(spec: Spec, arch: Arch, compute: str, batch: int, sm_count: i
         if _blocks_per_sm(arch, layout.dynamic_smem) >= blocks:
             if accept(_with_pdl(config, arch)):
                 return config, layout
-        elif blocks <= 2 and fallback is None and accept(_with_pdl(config, arch)):
-            fallback = (config, layout)
-    return fallback
+        elif blocks <= 2:
+            fallbacks.append((config, layout))
+    # (accepted only now: compiled_default compiles a fallback only where one is returned)
+    return next((found for found in fallbacks if accept(_with_pdl(found[0], arch))), None)
 
 
 def default_config(
