@@ -6,8 +6,9 @@ has. Rendering only: nothing is compiled."""
 
 import importlib
 import re
-import sys
 from pathlib import Path
+
+import pytest
 
 from kgen.arch import ARCHS
 from kgen.mla import Config, layout_for
@@ -17,21 +18,16 @@ from kgen.tune.space import load_grid
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _import_knockout():
-    """bench/knockout.py, with sys.path as it was afterwards: bench/ holds a profile.py, which on
-    the path would hide the standard library's (torch's compiler imports cProfile)."""
-    saved = list(sys.path)
-    try:
-        sys.path.insert(0, str(ROOT / "bench"))
-        return importlib.import_module("knockout")
-    finally:
-        sys.path[:] = saved
+@pytest.fixture(scope="module")
+def knockout():
+    """bench/knockout.py, bench/ on sys.path only meanwhile (as test_tune.py imports its bench
+    modules): its profile.py would hide the standard library's (torch.compile imports cProfile)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(ROOT / "bench"))
+        yield importlib.import_module("knockout")
 
 
-knockout = _import_knockout()
-
-
-def shipped_programs() -> dict[str, tuple]:
+def shipped_programs(knockout) -> dict[str, tuple]:
     """(spec, config, layout, rendered source) of every dense grid case's shipped config."""
     grid = {c.name: c for c in load_grid(ROOT / "bench" / "grid.json")}
     programs = {}
@@ -43,8 +39,8 @@ def shipped_programs() -> dict[str, tuple]:
     return programs
 
 
-def test_every_knockout_applies_to_a_shipped_config():
-    programs = shipped_programs()
+def test_every_knockout_applies_to_a_shipped_config(knockout):
+    programs = shipped_programs(knockout)
     assert len(programs) >= 10
     for name, edits in knockout.EDITS.items():
         assert all(anchor != new for anchor, new in edits), f"{name}: an edit changes nothing"
@@ -55,7 +51,7 @@ def test_every_knockout_applies_to_a_shipped_config():
         assert program.source != source and program.name.endswith(f"_ko_{name}")
 
 
-def test_the_docstring_lists_every_knockout():
+def test_the_docstring_lists_every_knockout(knockout):
     doc = knockout.__doc__
     listed = set(re.findall(r"^  ([a-z0-9]+(?:, [a-z0-9]+)*)\s", doc, re.MULTILINE))
     names = {n for group in listed for n in group.split(", ")}

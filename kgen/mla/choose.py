@@ -36,15 +36,12 @@ def compiled_default(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_co
     so this compiles nothing the call would not, except where a candidate's kernel spills: it is
     passed over for the next (ptxas may cap an 8-warp FMA block at 128 registers and spill, as
     for float32 blocks of 9-12 rows on sm_120 and sm_90), so that no default spills."""
-    spill_free = _spill_free(spec, arch)
+
+    def spill_free(config: Config) -> bool:  # (built, or found in the cache)
+        return build(spec, config, arch).resources.spills == 0
+
     config = default_config(spec, batch, max_seq_len, arch, sm_count, accept=spill_free)
     return refit_splits(spec, config, batch, max_seq_len, arch, sm_count)
-
-
-def _spill_free(spec: Spec, arch: Arch):
-    """Whether a config's kernel for `spec` on `arch` compiles without spills (built, or found in
-    the cache)."""
-    return lambda config: build(spec, config, arch).resources.spills == 0
 
 
 def refit_splits(
