@@ -182,9 +182,10 @@ def test_attention_is_a_cached_plan_and_run():
 
     w = make_workload(SPEC, [37, 90], seed=5, max_pages=WIDTH)
     first = kgen.mla.attention(*w.args(), config=CONFIG)
-    count = len(runners._runners)
+    count, used = len(runners._runners), next(reversed(runners._runners.values()))
     again = kgen.mla.attention(*w.args(), config=CONFIG)
-    assert len(runners._runners) == count
+    # the same plan ran again (a cache hit moves it to the end), and none was added or evicted
+    assert next(reversed(runners._runners.values())) is used and len(runners._runners) == count
     runner = kgen.mla.plan(SPEC, BATCH, WIDTH, config=CONFIG, scale=w.scale)
     planned = runner.run(w.q, w.kv_cache, w.block_table, w.seq_lens, w.mask)
     for a, b in ((first, again), (first, planned)):
