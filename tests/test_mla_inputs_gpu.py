@@ -64,10 +64,28 @@ def call(kernel, w, **changes):
         ("mask", lambda w: w.mask.float(), r"mask: expected dtype bool"),
     ],
 )
-def test_bad_tensor_is_named(case, name, change, message):
+def test_bad_tensor_is_named(case, name, change, message, monkeypatch):
+    import kgen.launch
+
     kernel, w = case
+    bad = change(w)
+    launched = []
+
+    class Driver:  # kgen.launch's cuda.bindings.driver, its kernel launches recorded
+        def __getattr__(self, attr):
+            found = getattr(real, attr)
+            if attr.startswith("cuLaunchKernel"):
+                return lambda *args: launched.append(attr) or found(*args)
+            return found
+
+    real = kgen.launch.driver
+    monkeypatch.setattr(kgen.launch, "driver", Driver())
+    call(kernel, w)  # (the recording sees a good call's launches)
+    assert launched
+    launched.clear()
     with pytest.raises(InputError, match=message):
-        call(kernel, w, **{name: change(w)})
+        call(kernel, w, **{name: bad})
+    assert launched == []
 
 
 def test_packed_and_broadcast_masks_agree(case):
