@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the device (twenty-sixth session, call 1): the whole GPU suite on main (the heuristic's
 # spill-free defaults and the stricter GPU tests landed after the last suite ran), then the
-# float32 FMA defaults that moved from 8 warps to 4 timed both ways (bench/warps_ab.py).
+# float32 FMA defaults that moved from 8 warps to 4 timed both ways. (The recorded run, ka/, used
+# bench/warps_ab.py, since generalised to bench/offgrid.py: these are its equivalent arguments.)
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 git ls-files -s templates kgen | md5sum > "$out/tree.md5" 2>/dev/null || true
@@ -16,11 +17,12 @@ shapes=(
   H=5,T=2,mask=causal,B=4,S=4096,dtype=float32
   H=6,T=2,mask=tree,B=8,S=8192,dtype=float32
 )
-timeout 150 python3 bench/warps_ab.py --reps 30 "${shapes[@]}" > "$out/warps_ab.jsonl" 2> "$out/warps_ab.err"
-echo "warps_ab exit $?"
+runs=(); for s in "${shapes[@]}"; do runs+=("$s" "$s:num_warps=8"); done
+timeout 150 python3 bench/offgrid.py --reps 30 "${runs[@]}" > "$out/warps_ab.jsonl" 2> "$out/warps_ab.err"
+echo "offgrid exit $?"
 python3 - "$out/warps_ab.jsonl" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    print(f"{r['shape']:45s} {r['which']:8s} {r['config']:24s} regs {r['regs']:3d} spills {r['spills']:4d} {r['status']} {r['median_us']}")
+    print(f"{r['run']:58s} {r['config']:24s} regs {r['regs']:3d} spills {r['spills']:4d} {r['status']} {r['median_us']}")
 PY
