@@ -24,6 +24,7 @@ from kgen.arch import resolve_arch  # noqa: E402
 from kgen.mla.choose import compiled_default, refit_splits  # noqa: E402
 from kgen.mla.kernel import build  # noqa: E402
 from kgen.tune.space import case_from_dict, parse_case_overrides  # noqa: E402
+from kgen.tune.sweep import compile_space  # noqa: E402
 from kgen.tune.trials import Trials  # noqa: E402
 
 
@@ -40,15 +41,18 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=30)
     args = parser.parse_args()
     arch, sms = resolve_arch("native"), device.sm_count(0)
-    trials = Trials("write")
+    runs = []
     for text in args.runs:
         shape, fields = parse_case_overrides(text)
         case = parse_shape(shape)
         config = compiled_default(case.spec, case.batch, case.max_len, arch, sms)
-        if fields:
-            config = dataclasses.replace(config, **fields)
-            if "kv_splits" not in fields:
-                config = refit_splits(case.spec, config, case.batch, case.max_len, arch, sms)
+        runs.append((text, case, fields, dataclasses.replace(config, **fields)))
+    # every kernel compiled at once (the cubin does not depend on the split count)
+    compile_space([(case.spec, config) for _, case, _, config in runs], arch.name)
+    trials = Trials("write")
+    for text, case, fields, config in runs:
+        if fields and "kv_splits" not in fields:
+            config = refit_splits(case.spec, config, case.batch, case.max_len, arch, sms)
         res = build(case.spec, config, arch).resources
         (r,) = trials.variant(case, config, [config.kv_splits], seed=5, reps=args.reps)
         row = {"run": text, "config": config.short_name(), "kv_splits": config.kv_splits}
