@@ -113,7 +113,7 @@ class Runner:
             scale_log2=scale * LOG2E,
         )
         self._set_planned_strides()
-        self._launch = self._packed_launch((splits, head_groups, b)) if b else None
+        self._launch = self._packed_launch((head_groups, splits, b)) if b else None
         self._combine = combine_launch(self.kernel, b, head_groups, self._index, self._params)
         # what run sends: nothing (no rows), one launch, or the attention kernel and its merge
         self._send = None if self._launch is None else self._launch.launch

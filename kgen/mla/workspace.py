@@ -69,4 +69,4 @@ def combine_shape(
         and quads // chunks * slices >= 2 * MIN_COMBINE_THREADS
     ):
         chunks *= 2
-    return (rows * chunks, head_groups, batch), (quads // chunks * slices, 1, 1)
+    return (head_groups, rows * chunks, batch), (quads // chunks * slices, 1, 1)

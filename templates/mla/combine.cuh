@@ -29,10 +29,10 @@ enum { ARRIVALS = 0, STARTED = 1, TAKEN = 2, LEFT = 3, GROUP_COUNTERS = 4 };
 constexpr int HELPER = 1 << 16;
 
 __device__ __forceinline__ int* group_counters(const Params& p, int b) {
-  return p.counters + (static_cast<long long>(b) * HEAD_GROUPS + blockIdx.y) * GROUP_COUNTERS;
+  return p.counters + (static_cast<long long>(b) * HEAD_GROUPS + head_group()) * GROUP_COUNTERS;
 }
 __device__ __forceinline__ long long slot_row(const Params& p, int b, int slot, int num_splits) {
-  return ((static_cast<long long>(b) * HEAD_GROUPS + blockIdx.y) * num_splits + slot) * ROWS;
+  return ((static_cast<long long>(b) * HEAD_GROUPS + head_group()) * num_splits + slot) * ROWS;
 }
 
 // At the kernel's start, by every block of a launch with several splits: this block has started.

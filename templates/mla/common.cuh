@@ -17,9 +17,15 @@ static_assert(MASK_KIND == MASK_NONE || MASK_KIND == MASK_CAUSAL || MASK_KIND ==
 
 {{ params_struct }}
 
+// The grid: blockIdx.x the head group, blockIdx.y the KV split (or, in mla_combine, the row and
+// column chunk), blockIdx.z the sequence. So a split's head groups are neighbours in dispatch
+// order and read each KV tile at about the same time: measured on the H200 (twenty-sixth
+// session), the B = 1 decode cases 2.5-3.5% faster than with the split as x, the others level.
+__device__ __forceinline__ int head_group() { return blockIdx.x; }
+
 // Row r of a block (r = t * HEADS_PER_BLOCK + local head) in q, out and lse.
 __device__ __forceinline__ int row_token(int r) { return r / HEADS_PER_BLOCK; }
-__device__ __forceinline__ int row_head(int r) { return blockIdx.y * HEADS_PER_BLOCK + r % HEADS_PER_BLOCK; }
+__device__ __forceinline__ int row_head(int r) { return head_group() * HEADS_PER_BLOCK + r % HEADS_PER_BLOCK; }
 __device__ __forceinline__ const T* q_row(const Params& p, int b, int r) {
   return p.q + b * p.q_sb + row_token(r) * p.q_st + row_head(r) * p.q_sh;
 }
