@@ -157,7 +157,9 @@ class Config(Params):
         self._require_int("smem_stages", 0, 8)
         self._require_int("num_warps", 1, 32)
         self._require(
-            self.num_warps & (self.num_warps - 1) == 0, "num_warps", "must be a power of two"
+            self.num_warps & (self.num_warps - 1) == 0 or self.compute == "mma",
+            "num_warps",
+            "must be a power of two",
         )
         self._require_int("block_n", 1, 256)
         self._require_choice("compute", COMPUTES)
