@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from kgen.arch import Arch
 from kgen.mla.layout import ConfigError, layout_for
-from kgen.mla.spec import Config, Spec
+from kgen.mla.spec import Config, Spec, head_groups_of
 from kgen.mla.tiled_layout import tiled_config, tiled_heads
 
 ROWS_PER_WARP_TARGET = 4  # FMA: q.k and p.v registers stay well under the 255 limit
@@ -246,7 +246,7 @@ def one_wave_splits(
     blocks a split took 595-596 us at 33 splits (264 blocks, two waves of 132) against 602-605 at
     16 (128 blocks, 4 SMs idle) on the H200 (bench/RESULTS.md, nineteenth session)."""
     wave = sm_count * max(1, blocks_per_sm)  # blocks resident at once
-    blocks = max(1, batch * (spec.heads // config.heads_per_block))
+    blocks = max(1, batch * head_groups_of(spec, config))
     shortest = (
         MMA_MIN_SPLIT_POSITIONS if config.compute == "mma" else MIN_TILES_PER_SPLIT * config.block_n
     )

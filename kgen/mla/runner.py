@@ -29,6 +29,7 @@ from kgen.mla.inputs import (
     refuse_overlap,
 )
 from kgen.mla.program import ATTENTION, COMBINE, KernelParams
+from kgen.mla.spec import head_groups_of
 
 LOG2E = 1.0 / math.log(2.0)
 
@@ -85,7 +86,7 @@ class Runner:
         self._out_like = torch.empty(0, dtype=self._dtype, device=device)
         self._lse_like = torch.empty(0, dtype=torch.float32, device=device)
 
-        head_groups = spec.heads // config.heads_per_block
+        head_groups = head_groups_of(spec, config)
         splits = config.kv_splits
 
         def allocate():

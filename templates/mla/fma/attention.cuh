@@ -17,6 +17,8 @@
 
 namespace mla {
 
+static_assert(!RAGGED, "ragged head groups take the mma row path only");
+
 using kgen::Vec;
 
 constexpr int NUM_THREADS = NUM_WARPS * 32;

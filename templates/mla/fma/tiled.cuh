@@ -21,6 +21,8 @@
 
 namespace mla {
 
+static_assert(!RAGGED, "ragged head groups take the mma row path only");
+
 constexpr int NUM_THREADS = NUM_WARPS * 32;
 constexpr int TILE_ROWS = 64;  // rows of a block, padded
 constexpr int KC = QK_CHUNK;   // head dims per q.K^T step (kgen.mla.tiled_layout)

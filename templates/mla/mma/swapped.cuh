@@ -12,6 +12,8 @@
 
 namespace mla {
 
+static_assert(!RAGGED, "ragged head groups take the mma row path only");
+
 constexpr int D_TILES = LATENT_DIM / 16 / COL_GROUPS;  // m16 tiles of output dims per warp
 constexpr int P_TILES = BLOCK_N / 16;                  // m16 tiles of positions
 constexpr int SWAP_SCORE_FLOATS = COL_GROUPS * BLOCK_N * 8;  // one tile's partial scores
