@@ -16,7 +16,9 @@ import kgen.render
 from kgen.arch import ARCHS, resolve_arch
 from kgen.mla import Config, ConfigError, Spec, build, layout_for, workspace
 from kgen.mla.heuristic import default_config
+from kgen.mla.spec import head_groups_of
 from kgen.mla.tiled_layout import tiled_config
+from kgen.params import ParamError
 from kgen.resources import cubin_arch
 from kgen.sass import cuobjdump, disassemble, opcode_counts
 
@@ -169,6 +171,12 @@ def compiler_disabled():
             "col_groups = 4",
         ),
         (Spec(heads=8), replace(WS, qk_ahead=1), "qk_ahead", "take 0"),
+        # ragged head groups: the mma row path only
+        (Spec(heads=8), Config(heads_per_block=3), "heads_per_block", "must divide heads=8"),
+        (Spec(heads=8, dtype="float32"), tiled_config(3, 2), "heads_per_block", "divide heads=8"),
+        (Spec(heads=8), replace(WS, heads_per_block=3), "heads_per_block", "specialize"),
+        (Spec(heads=8), replace(MMA, heads_per_block=3, swap_rows=1), "heads_per_block", "swap"),
+        (Spec(heads=8), replace(MMA, heads_per_block=9), "heads_per_block", "at most heads=8"),
     ],
 )
 def test_refusals_name_field_and_reason(spec, config, field, reason):
@@ -341,3 +349,26 @@ def test_a_causal_chain_takes_the_registers_of_a_tree():
         "mla_attention"
     ]
     assert causal_usage.registers <= tree_usage.registers + 8, (causal_usage, tree_usage)
+
+
+def test_ragged_head_groups_and_12_warp_blocks_fit_sm120():
+    """The mma row path takes head groups that do not divide the heads (the last holds the
+    rest) and 12 warps (three row groups): 48-row blocks at H = 128, one an SM on sm_120 at 12
+    warps (two 4-warp blocks fit there, at 8), without spills, and with a grid of ceil(H / 48)
+    head groups."""
+    spec = Spec(heads=128, q_len=1, dtype="bfloat16", page_size=64)
+    config = replace(
+        MMA, heads_per_block=48, num_warps=12, smem_stages=3, split_softmax=1, min_blocks=1
+    )
+    kernel = build(spec, config, "sm_120")
+    usage, resources = kernel.binary.usage["mla_attention"], kernel.resources
+    assert usage.spill_stores == usage.spill_loads == 0
+    assert resources.smem <= ARCHS["sm_120"].smem_per_block
+    assert resources.occupancy.blocks_per_sm * resources.threads // 32 == 12
+    assert kernel.layout.rows == 48 and kernel.layout.row_groups == 3
+    assert head_groups_of(spec, config) == 3 and head_groups_of(spec, MMA) == 16
+    assert "constexpr int HEAD_GROUPS = (HEADS + HEADS_PER_BLOCK - 1) / HEADS_PER_BLOCK;" in (
+        kernel.source
+    )
+    with pytest.raises(ParamError, match=r"Config\.num_warps=12: must be a power of two"):
+        Config(num_warps=12)  # (the CUDA-core paths)
