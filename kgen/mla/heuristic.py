@@ -106,12 +106,45 @@ def _mma_candidates(spec: Spec, batch: int, sm_count: int):
     memory: the H200; not sm_120's 100 KB or sm_80's 164 KB): in the eleventh session's H200
     sweeps they beat the 8-warp two-tile blocks on every H >= 64 and verify case, 5-11% (12 warps
     per SM against 8); registers as ptxas fits three blocks (min_blocks 0: 168 there, no spills).
-    Then the shapes of _mma_shapes, two blocks per SM."""
+    Then, where those do not fit, one 12-warp block of three row groups (_three_row_groups); then
+    the shapes of _mma_shapes, two blocks per SM."""
     for config in _mma_shapes(spec, batch, sm_count, max_m_tiles=1, min_blocks=0):
         if config.smem_stages >= 3:
             yield config, 3
+    three = _three_row_groups(spec)
+    if three is not None:
+        yield three, 1
     for config in _mma_shapes(spec, batch, sm_count):
         yield config, 2
+
+
+THREE_GROUP_MAX_IDLE = 1 / 8  # of a 48-row block's rows, at most, for heads past H (ragged)
+
+
+def _three_row_groups(spec: Spec) -> Config | None:
+    """Where three 4-warp blocks do not fit an SM (sm_120's 100 KB, sm_80's 164 KB at three
+    stages): one 12-warp block of three 16-row groups on one KV pipeline, 12 warps an SM instead
+    of the two 4-warp blocks' 8. Measured on the H200 (twenty-sixth session, bench/RESULTS.md),
+    against two 4-warp blocks an SM: 10-16% faster on four shapes that 48 rows divide (against
+    three, 4-8% slower: so not where three fit). Head groups of 48 / q_len heads, the last ragged,
+    where at most THREE_GROUP_MAX_IDLE of the rows go idle (H = 128: 48, 48, 32; not H = 64)."""
+    if 48 % spec.q_len:
+        return None
+    hpb = 48 // spec.q_len
+    groups = -(-spec.heads // hpb)
+    if hpb > spec.heads or groups * hpb - spec.heads > THREE_GROUP_MAX_IDLE * groups * hpb:
+        return None
+    return Config(
+        heads_per_block=hpb,
+        vec_width=16 // spec.elem_bytes,
+        smem_stages=3,
+        num_warps=12,
+        block_n=16,
+        compute="mma",
+        col_groups=4,
+        min_blocks=1,
+        split_softmax=1,
+    )
 
 
 TILED_MIN_ROWS = 32  # rows a tiled block must hold of its 64 (below, padding is most of its work)
