@@ -306,7 +306,7 @@ def test_code_stamp_follows_the_generated_source(tmp_path, monkeypatch):
     db._source_stamp.cache_clear()
     assert code_stamp(spec, mma, "sm_90") != before[mma]
     assert code_stamp(spec, fma, "sm_90") == before[fma]
-    assert code_stamp(spec, replace(mma, heads_per_block=3), "sm_90") == "refused"
+    assert code_stamp(spec, replace(mma, heads_per_block=9), "sm_90") == "refused"
     monkeypatch.undo()
     render.environment.cache_clear()
     db._source_stamp.cache_clear()

@@ -127,8 +127,10 @@ def _three_row_groups(spec: Spec) -> Config | None:
     of the two 4-warp blocks' 8. Measured on the H200 (twenty-sixth session, bench/RESULTS.md),
     against two 4-warp blocks an SM: 10-16% faster on four shapes that 48 rows divide (against
     three, 4-8% slower: so not where three fit). Head groups of 48 / q_len heads, the last ragged,
-    where at most THREE_GROUP_MAX_IDLE of the rows go idle (H = 128: 48, 48, 32; not H = 64)."""
-    if 48 % spec.q_len:
+    where at most THREE_GROUP_MAX_IDLE of the rows go idle (H = 128: 48, 48, 32; not H = 64).
+    Decode only (no draft rows): with a draft mask the block takes 168 registers and spills on
+    sm_120 (20-56 B, NVRTC 13.5), whose register file holds 12 warps at 168 at most."""
+    if not spec.masks_nothing or 48 % spec.q_len:
         return None
     hpb = 48 // spec.q_len
     groups = -(-spec.heads // hpb)
