@@ -46,7 +46,7 @@ extern "C" __global__ void __launch_bounds__(mla::COMBINE_THREADS) mla_combine(c
   const int slices = blockDim.x / quads, quad = threadIdx.x % quads, slice = threadIdx.x / quads;
   const int r = blockIdx.y / chunks, d = (blockIdx.y % chunks * quads + quad) * 4;
   const long long first = slot_row(p, b, 0, num_splits) + r;  // slot s of row r: first + s * ROWS
-  if (!row_real(r)) return;  // a head past HEADS in the last, ragged head group
+  if (RAGGED && !row_real(r)) return;  // a head past HEADS in the last, ragged head group
   kgen::wait_for_prerequisites();
 
   Merged mg{-CUDART_INF_F, 0.f, make_float4(0.f, 0.f, 0.f, 0.f)};

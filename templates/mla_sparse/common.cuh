@@ -20,7 +20,8 @@ static_assert(KV_FORMAT == KV_BF16 || KV_FORMAT == KV_FP8, "kv format");
 // The grid as the dense family's (mla/common.cuh): x the head group, y the split, z the token.
 __device__ __forceinline__ int head_group() { return blockIdx.x; }
 __device__ __forceinline__ int row_head(int r) { return head_group() * HEADS_PER_BLOCK + r; }
-__device__ __forceinline__ bool row_real(int r) { return r < ROWS; }  // (head groups divide HEADS)
+constexpr bool RAGGED = false;  // head groups divide HEADS (mla/combine.cuh asks)
+__device__ __forceinline__ bool row_real(int r) { return r < ROWS; }
 __device__ __forceinline__ const T* q_row(const Params& p, int bt, int r) {
   return p.q + (bt / Q_LEN) * p.q_sb + (bt % Q_LEN) * p.q_st + row_head(r) * p.q_sh;
 }
