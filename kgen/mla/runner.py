@@ -90,7 +90,8 @@ class Runner:
         splits = config.kv_splits
 
         def allocate():
-            buffers = workspace.allocate(b, t, h, dl, head_groups, splits, device)
+            rows = t * config.heads_per_block
+            buffers = workspace.allocate(b, rows, dl, head_groups, splits, device)
             if not self._tree:
                 return buffers, ()
             # a bool mask is packed into these, in place

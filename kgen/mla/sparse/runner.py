@@ -82,7 +82,7 @@ class SparseRunner:
             device,
             lambda: (
                 workspace.allocate(
-                    tokens, 1, spec.heads, spec.latent_dim, head_groups, splits, device
+                    tokens, config.heads_per_block, spec.latent_dim, head_groups, splits, device
                 ),
                 (),
             ),
