@@ -42,6 +42,10 @@ class Axes:
     swap_rows: tuple[int, ...] = (0, 1)
     pdl_combine: tuple[int, ...] = (0,)  # opt-in (kgen sweep --pdl-combine 0 1): sm_90 and later
     specialize: tuple[int, ...] = (0, 1)
+    # mma: also 12-warp blocks of three 16-row groups (4 column groups each) where the rows of
+    # 48 / q_len heads (a ragged last head group where they do not divide H) or of a divisor of
+    # H make three m16 tiles: what fits sm_120 at 12 warps an SM (kgen.mla.heuristic)
+    three_row_groups: tuple[int, ...] = (0, 1)
 
 
 @dataclass(frozen=True)
@@ -166,7 +170,39 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
             for ws in axes.specialize
             if not ws or (2 * c == w and f and not a and not sw and st >= 3)
         ]
+        if 1 in axes.three_row_groups:
+            configs += [
+                Config(
+                    heads_per_block=h,
+                    vec_width=16 // spec.elem_bytes,
+                    smem_stages=st,
+                    num_warps=12,
+                    block_n=n,
+                    compute="mma",
+                    col_groups=4,
+                    min_blocks=b,
+                    qk_ahead=a,
+                    split_softmax=f,
+                    pdl_combine=pc,
+                )
+                for h in _three_group_heads(spec, hpbs)
+                for st, n in axes.mma_stage_tiles
+                for b in axes.min_blocks
+                for a in axes.qk_ahead
+                if st >= 3 or not a
+                for f in axes.split_softmax
+                for pc in axes.pdl_combine
+            ]
     return configs
+
+
+def _three_group_heads(spec: Spec, hpbs: tuple[int, ...]) -> list[int]:
+    """Heads per block whose rows are three m16 tiles: those of `hpbs`, and the ragged
+    heuristic's 48 / q_len heads where that is not one of them."""
+    three = [h for h in hpbs if math.ceil(h * spec.q_len / 16) == 3]
+    if 48 % spec.q_len == 0 and 48 // spec.q_len < spec.heads and 48 // spec.q_len not in three:
+        three.append(48 // spec.q_len)
+    return three
 
 
 def prune(spec: Spec, configs: list[Config], arch: Arch, also_fit: tuple[Arch, ...] = ()) -> Pruned:
