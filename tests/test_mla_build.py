@@ -71,7 +71,10 @@ def test_invalid_configs_are_refused_before_compiling(data):
         with compiler_disabled(), pytest.raises(ConfigError):
             build(spec, config, arch="sm_120")  # refused before the compiler is reached
     else:  # what no accepted layout may break, checked here and not by the layout's own code
-        assert spec.heads % config.heads_per_block == 0
+        ragged = spec.heads % config.heads_per_block  # the mma row path only
+        assert config.heads_per_block <= spec.heads
+        assert not ragged or (config.compute == "mma" and not config.swap_rows)
+        assert not ragged or not config.specialize
         assert layout.threads == 32 * config.num_warps <= arch.max_threads_per_block
         assert layout.dynamic_smem <= arch.smem_per_block
 
