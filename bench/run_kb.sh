@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the device (twenty-sixth session, call 2), two probes from copies of their branches' trees
-# (untracked here: hgprobe/ = hg-major-probe, w12probe/ = w12-probe):
+# (untracked here: hgprobe/ = hg-major-probe, w12probe/ = the w12-probe branch, its one commit since part of ragged-heads: num_warps 12 allowed on the mma path):
 # 1. knock-in hgmajor (the head group as blockIdx.x: a split's head groups neighbours in dispatch
 #    order) on the multi-head-group cases (hg-major-probe's bench/run_jj.sh), into jj/;
 # 2. 12-warp 48-row blocks (three row groups on one KV pipeline, one block an SM: what fits
