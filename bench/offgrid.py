@@ -23,16 +23,14 @@ from kgen import device  # noqa: E402
 from kgen.arch import resolve_arch  # noqa: E402
 from kgen.mla.choose import compiled_default, refit_splits  # noqa: E402
 from kgen.mla.kernel import build  # noqa: E402
-from kgen.tune.space import case_from_dict, parse_case_overrides  # noqa: E402
+from kgen.tune.space import case_from_dict, parse_case_overrides, parse_fields  # noqa: E402
 from kgen.tune.sweep import compile_space  # noqa: E402
 from kgen.tune.trials import Trials  # noqa: E402
 
 
 def parse_shape(text: str):
-    """A grid case from `H=3,T=3,...` (integer fields as integers)."""
-    fields = dict(item.split("=", 1) for item in text.split(","))
-    entry = {k: int(v) if v.lstrip("-").isdigit() else v for k, v in fields.items()}
-    return case_from_dict({"name": text} | entry)
+    """A grid case from `H=3,T=3,...` (a grid entry's fields)."""
+    return case_from_dict({"name": text} | parse_fields(text))
 
 
 def main() -> int:

@@ -266,5 +266,10 @@ def parse_case_overrides(name: str) -> tuple[str, dict[str, int | str]]:
     and the Config fields to replace (integers where the value is one, e.g. `dequant=shared`
     stays a string)."""
     case, _, overrides = name.partition(":")
-    fields = dict(item.split("=") for item in overrides.split(",") if item)
-    return case, {k: int(v) if v.lstrip("-").isdigit() else v for k, v in fields.items()}
+    return case, parse_fields(overrides)
+
+
+def parse_fields(text: str) -> dict[str, int | str]:
+    """`field=value,...` -> {field: value}, integers where the value is one."""
+    fields = dict(item.split("=") for item in text.split(",") if item)
+    return {k: int(v) if v.lstrip("-").isdigit() else v for k, v in fields.items()}
