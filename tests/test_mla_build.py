@@ -16,6 +16,7 @@ import kgen.render
 from kgen.arch import ARCHS, resolve_arch
 from kgen.mla import Config, ConfigError, Spec, build, layout_for, workspace
 from kgen.mla.heuristic import default_config
+from kgen.mla.program import mla_program
 from kgen.mla.spec import head_groups_of
 from kgen.mla.tiled_layout import tiled_config
 from kgen.params import ParamError
@@ -320,12 +321,27 @@ def test_split_count_does_not_change_the_binary():
     assert a.binary.key == b.binary.key
 
 
-def test_one_row_causal_renders_the_decode_kernel_under_swap_rows():
-    """Causal over a single draft row hides nothing: swap_rows admits it and renders exactly the
-    mask-'none' kernel (whose GPU tests then cover it)."""
-    config = replace(MMA, smem_stages=3, swap_rows=1)
-    decode = build(Spec(heads=8), config, "sm_120")
-    assert build(Spec(heads=8, mask="causal"), config, "sm_120").source == decode.source
+@pytest.mark.parametrize(
+    "config",
+    [
+        replace(MMA, smem_stages=3, swap_rows=1),
+        MMA,
+        Config(heads_per_block=8, num_warps=4),
+        tiled_config(8, smem_stages=2),
+    ],
+    ids=["mma-swapped", "mma", "fma", "tiled"],
+)
+def test_one_row_causal_renders_the_decode_kernel(config):
+    """Causal over a single draft row hides nothing: every path renders exactly the mask-'none'
+    kernel for it (whose GPU tests cover it; a draft-tile loop would round in another order)."""
+    arch = resolve_arch("sm_120")
+    dtype = "float32" if config.compute == "tiled" else "float16"
+    decode, causal = Spec(heads=8, dtype=dtype), Spec(heads=8, dtype=dtype, mask="causal")
+    source = mla_program(decode, config, layout_for(decode, config, arch)).source
+    assert mla_program(causal, config, layout_for(causal, config, arch)).source == source
+    if not config.swap_rows:  # (which refuses trees) a tree row may hide its own draft
+        tree = Spec(heads=8, dtype=dtype, mask="tree")
+        assert mla_program(tree, config, layout_for(tree, config, arch)).source != source
 
 
 def test_the_tiled_path_takes_the_pdl_merge_from_sm90_on():

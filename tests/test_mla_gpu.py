@@ -123,7 +123,12 @@ def test_single_token_under_any_mask_is_decode(data):
                 build(spec, config, "native")
             continue
         got = run_poisoned(build(spec, config, "native"), w)
-        assert torch.equal(expected[0], got[0]) and torch.equal(expected[1], got[1])
+        if mask == "causal":  # hides nothing over one row: the decode kernel, the same bits
+            assert torch.equal(expected[0], got[0]) and torch.equal(expected[1], got[1])
+        else:  # the tree kernel reads its draft tile first: the same sums, rounded in another order
+            a, b = to_numpy(*expected), to_numpy(*got)
+            assert relative_errors(a[0], b[0]).max() <= 2 * TOLERANCE[spec.dtype]
+            np.testing.assert_allclose(a[1], b[1], atol=2e-2, rtol=0)
 
 
 HOSTILE = ["equal-logits", "one-huge-logit", "arange"]

@@ -118,26 +118,20 @@ def _mma_candidates(spec: Spec, batch: int, sm_count: int):
         yield config, 2
 
 
-THREE_GROUP_MAX_IDLE = 1 / 8  # of a 48-row block's rows, at most, for heads past H (ragged)
-
-
 def _three_row_groups(spec: Spec) -> Config | None:
     """Where three 4-warp blocks do not fit an SM (sm_120's 100 KB, sm_80's 164 KB at three
     stages): one 12-warp block of three 16-row groups on one KV pipeline, 12 warps an SM instead
     of the two 4-warp blocks' 8. Measured on the H200 (twenty-sixth session, bench/RESULTS.md),
     against two 4-warp blocks an SM: 10-16% faster on four shapes that 48 rows divide (against
-    three, 4-8% slower: so not where three fit). Head groups of 48 / q_len heads, the last ragged,
-    where at most THREE_GROUP_MAX_IDLE of the rows go idle (H = 128: 48, 48, 32; not H = 64).
-    Decode only (no draft rows): with a draft mask the block takes 168 registers and spills on
-    sm_120 (20-56 B, NVRTC 13.5), whose register file holds 12 warps at 168 at most."""
-    if not spec.masks_nothing or 48 % spec.q_len:
-        return None
-    hpb = 48 // spec.q_len
-    groups = -(-spec.heads // hpb)
-    if hpb > spec.heads or groups * hpb - spec.heads > THREE_GROUP_MAX_IDLE * groups * hpb:
+    three, 4-8% slower: so not where three fit). Only where 48 heads divide H: ragged,
+    at H = 128 (head groups of 48, 48 and 32, 11% of the rows idle, B = 8 over 8192 positions) it
+    was 5% slower than the two 4-warp blocks (twenty-seventh session). Decode only (no draft
+    rows): with a draft mask the block takes 168 registers and spills on sm_120 (20-56 B, NVRTC
+    13.5), whose register file holds 12 warps at 168 at most."""
+    if not spec.masks_nothing or spec.heads % 48:  # (masks_nothing: one row a sequence)
         return None
     return Config(
-        heads_per_block=hpb,
+        heads_per_block=48,
         vec_width=16 // spec.elem_bytes,
         smem_stages=3,
         num_warps=12,
