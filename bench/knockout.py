@@ -89,7 +89,7 @@ def l2_lead_edits(ahead: int) -> list[tuple[str, str]]:
         "      page = fetch_page(p, b, tile_start(next + 1), end);  // used an iteration from now\n"
     )
     lead = (
-        "      if (blockIdx.y == 0) {\n"
+        "      if (head_group() == 0) {\n"
         f"        const int n = tile_start(it + {ahead}) + load_pos();\n"
         "        if (n < end) {\n"
         "          const T* row = p.kv + lead_page * p.kv_sp\n"
@@ -104,7 +104,7 @@ def l2_lead_edits(ahead: int) -> list[tuple[str, str]]:
     return [
         (
             prologue,
-            prologue + "  int lead_page = blockIdx.y == 0 ? "
+            prologue + "  int lead_page = head_group() == 0 ? "
             f"fetch_page(p, b, tile_start({ahead}), end) : 0;\n",
         ),
         (loop, loop + lead),

@@ -47,19 +47,19 @@ NO_FUSED_MERGE = (
     "",
 )
 TRIGGER = (
-    "  const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;\n",
-    "  const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;\n"
+    "  const int split = blockIdx.y, num_splits = gridDim.y, b = blockIdx.z;\n",
+    "  const int split = blockIdx.y, num_splits = gridDim.y, b = blockIdx.z;\n"
     '  asm volatile("griddepcontrol.launch_dependents;");\n',
 )
 COMBINE_KERNEL = """
-// The combine alone: block (piece, head group, sequence) merges the fused combine's piece once
+// The combine alone: block (head group, piece, sequence) merges the fused combine's piece once
 // the attention grid is complete and its writes visible.
 extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_combine(const mla::Params p) {
   using namespace mla;
   extern __shared__ __align__(16) unsigned char smem[];
   asm volatile("griddepcontrol.wait;" ::: "memory");
   const Pieces pieces(COMBINE_SPLITS);
-  const int piece = blockIdx.x, r0 = piece / pieces.chunks * pieces.rows;
+  const int piece = blockIdx.y, r0 = piece / pieces.chunks * pieces.rows;
   merge_piece<NUM_THREADS>(p, blockIdx.z, COMBINE_SPLITS, r0, min(pieces.rows, ROWS - r0),
                            piece % pieces.chunks, pieces.chunks, reinterpret_cast<float*>(smem));
 }
@@ -142,7 +142,7 @@ def measure(case, config, reps: int) -> dict:
     launch = runner._launch
     grid_a = launch.grid
     rows, splits = kernel.layout.rows, config.kv_splits
-    grid_c = (piece_count(rows, splits), grid_a[1], grid_a[2])
+    grid_c = (grid_a[0], piece_count(rows, splits), grid_a[2])
     block = launch.block
     smem_c = combine_smem(block[0])
     combine = module[COMBINE]

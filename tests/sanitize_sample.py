@@ -599,6 +599,49 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
         Spec(heads=8, q_len=4, dtype="float32", page_size=16, mask="tree"),
         tiled_config(8, smem_stages=3, kv_splits=7, pdl_combine=1),
     ),
+    # ragged head groups (the last block holds fewer heads), 12-warp three-row-group blocks
+    (
+        Spec(heads=5, q_len=1, dtype="bfloat16", page_size=16, mask="none"),
+        Config(
+            heads_per_block=3,
+            kv_splits=3,
+            vec_width=8,
+            smem_stages=3,
+            num_warps=4,
+            block_n=16,
+            compute=MMA,
+            split_softmax=1,
+        ),
+    ),
+    (
+        Spec(heads=8, q_len=16, dtype="float16", page_size=64, mask="tree"),
+        Config(
+            heads_per_block=3,
+            kv_splits=3,
+            vec_width=8,
+            smem_stages=3,
+            num_warps=12,
+            block_n=16,
+            compute=MMA,
+            split_softmax=1,
+            min_blocks=1,
+            pdl_combine=1,
+        ),
+    ),
+    (
+        Spec(heads=128, q_len=1, dtype="bfloat16", page_size=64, mask="none"),
+        Config(
+            heads_per_block=48,
+            kv_splits=2,
+            vec_width=8,
+            smem_stages=3,
+            num_warps=12,
+            block_n=16,
+            compute=MMA,
+            split_softmax=1,
+            min_blocks=1,
+        ),
+    ),
 ]
 
 

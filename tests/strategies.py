@@ -46,7 +46,7 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma", "tiled")):
     if compute == "tiled":
         return tiled_configs(draw, spec)
     if compute == "mma":
-        warps = draw(st.sampled_from([1, 2, 4, 8]))
+        warps = draw(st.sampled_from([1, 2, 4, 8, 12]))  # (12: three row groups of 4)
         shared = dict(  # what both row layouts take alike
             kv_splits=draw(st.sampled_from(SPLITS)),
             vec_width=8,
@@ -59,7 +59,7 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma", "tiled")):
             pdl_combine=draw(st.sampled_from([0, 0, 1])),
         )
         small = [h for h in divisors(spec.heads) if h * spec.q_len <= 8]
-        if spec.masks_nothing and small and draw(st.sampled_from([0, 0, 1])):
+        if spec.masks_nothing and small and warps != 12 and draw(st.sampled_from([0, 0, 1])):
             # rows on the n8 side (swap_rows): its own constraints
             return Config(
                 heads_per_block=draw(st.sampled_from(small)),
@@ -67,7 +67,7 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma", "tiled")):
                 swap_rows=1,
                 **shared,
             )
-        if warps > 1 and draw(st.sampled_from([0, 0, 0, 1])):
+        if warps in (2, 4, 8) and draw(st.sampled_from([0, 0, 0, 1])):
             # warps in two roles (specialize): one row group each, the split softmax
             return Config(
                 heads_per_block=draw(st.sampled_from(divisors(spec.heads))),
@@ -77,9 +77,12 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma", "tiled")):
                 **{**shared, "qk_ahead": 0, "smem_stages": draw(st.integers(3, 4))},
             )
         split_reduce = draw(st.sampled_from([0, 1])) if warps > 1 else 0
+        # the row path also takes head groups that do not divide the heads (the last is ragged)
+        ragged = [h for h in range(2, spec.heads) if spec.heads % h]
+        heads = divisors(spec.heads) + (ragged if draw(st.sampled_from([0, 1])) else [])
         return Config(
-            heads_per_block=draw(st.sampled_from(divisors(spec.heads))),
-            col_groups=draw(st.sampled_from([c for c in (1, 2, 4, 8) if c <= warps])),
+            heads_per_block=draw(st.sampled_from(heads)),
+            col_groups=draw(st.sampled_from([c for c in (1, 2, 4, 8) if warps % c == 0])),
             split_reduce=split_reduce,
             split_softmax=draw(st.sampled_from([0, 1])) if warps > 1 and not split_reduce else 0,
             **shared,

@@ -13,9 +13,13 @@ from hypothesis import strategies as st
 
 import kgen.build
 import kgen.render
-from kgen.arch import ARCHS
+from kgen.arch import ARCHS, resolve_arch
 from kgen.mla import Config, ConfigError, Spec, build, layout_for, workspace
+from kgen.mla.heuristic import default_config
+from kgen.mla.program import mla_program
+from kgen.mla.spec import head_groups_of
 from kgen.mla.tiled_layout import tiled_config
+from kgen.params import ParamError
 from kgen.resources import cubin_arch
 from kgen.sass import cuobjdump, disassemble, opcode_counts
 
@@ -68,7 +72,10 @@ def test_invalid_configs_are_refused_before_compiling(data):
         with compiler_disabled(), pytest.raises(ConfigError):
             build(spec, config, arch="sm_120")  # refused before the compiler is reached
     else:  # what no accepted layout may break, checked here and not by the layout's own code
-        assert spec.heads % config.heads_per_block == 0
+        ragged = spec.heads % config.heads_per_block  # the mma row path only
+        assert config.heads_per_block <= spec.heads
+        assert not ragged or (config.compute == "mma" and not config.swap_rows)
+        assert not ragged or not config.specialize
         assert layout.threads == 32 * config.num_warps <= arch.max_threads_per_block
         assert layout.dynamic_smem <= arch.smem_per_block
 
@@ -168,6 +175,12 @@ def compiler_disabled():
             "col_groups = 4",
         ),
         (Spec(heads=8), replace(WS, qk_ahead=1), "qk_ahead", "take 0"),
+        # ragged head groups: the mma row path only
+        (Spec(heads=8), Config(heads_per_block=3), "heads_per_block", "must divide heads=8"),
+        (Spec(heads=8, dtype="float32"), tiled_config(3, 2), "heads_per_block", "divide heads=8"),
+        (Spec(heads=8), replace(WS, heads_per_block=3), "heads_per_block", "specialize"),
+        (Spec(heads=8), replace(MMA, heads_per_block=3, swap_rows=1), "heads_per_block", "swap"),
+        (Spec(heads=8), replace(MMA, heads_per_block=9), "heads_per_block", "at most heads=8"),
     ],
 )
 def test_refusals_name_field_and_reason(spec, config, field, reason):
@@ -206,17 +219,23 @@ def attention_atomics(kernel) -> int:
 
 def test_specialize_builds_for_sm120_without_spills():
     """specialize: the two-role kernel entry (mla/mma/specialized.cuh), one row group per role,
-    two score buffers; it fits sm_120 without spills, and a one-role build of the same tile
-    shape has the other entry."""
+    two score buffers; the sm_120 default's shape of it (16 heads, 4 stages, the PDL merge) fits
+    sm_120 without spills, and a one-role build of the same tile shape has the other entry.
+    (Where ptxas chooses the registers, min_blocks 0, it may spill other shapes on sm_120: WS
+    itself took 80 registers and 76 B of spill once the grid's x became the head group, 99 and
+    none before; compiled_default passes such a candidate over.)"""
     spec = Spec(heads=16, q_len=1, dtype="bfloat16", page_size=64)
-    kernel = build(spec, WS, "sm_120")
-    one_role = build(spec, replace(WS, specialize=0, num_warps=4), "sm_120")
+    shipped = replace(WS, heads_per_block=16, smem_stages=4, pdl_combine=1)
+    default = default_config(spec, 64, 4096, resolve_arch("sm_120"), 188)
+    assert replace(default, kv_splits=1) == shipped
+    kernel = build(spec, shipped, "sm_120")
+    one_role = build(spec, replace(shipped, specialize=0, num_warps=4), "sm_120")
     usage = kernel.binary.usage["mla_attention"]
     assert usage.spill_stores == usage.spill_loads == 0
     assert "hand_off()" in kernel.source and "hand_off()" not in one_role.source
     assert kernel.layout.threads == 256 and kernel.layout.row_groups == 1
     assert kernel.layout.score_bytes > one_role.layout.score_bytes  # double-buffered partials
-    assert WS.short_name().endswith("_ss_ws")
+    assert WS.short_name().endswith("_ss_ws") and shipped.short_name().endswith("_ss_pc_ws")
 
 
 @settings(max_examples=200)
@@ -228,7 +247,7 @@ def test_specialize_builds_for_sm120_without_spills():
     splits=st.integers(2, 1024),
 )
 def test_combine_shape_fits_the_merge_kernel(batch, head_groups, rows, latent_dim, splits):
-    """mla_combine reads its column chunks (gridDim.x / ROWS) and slices (blockDim.x / quads)
+    """mla_combine reads its column chunks (gridDim.y / ROWS) and slices (blockDim.x / quads)
     back from its launch shape: every shape must cut the row's float4 columns evenly and stay
     within the kernel's __launch_bounds__."""
     source = (kgen.render.template_dir() / "mla/combine_kernel.cuh").read_text()
@@ -237,8 +256,9 @@ def test_combine_shape_fits_the_merge_kernel(batch, head_groups, rows, latent_di
         assert int(declared) == getattr(workspace, name)
     grid, block = workspace.combine_shape(batch, head_groups, rows, latent_dim, splits)
     quads = latent_dim // 4
-    chunks = grid[0] // rows
-    assert grid == (rows * chunks, head_groups, batch) and quads % chunks == 0
+    chunks = grid[1] // rows
+    assert grid == (head_groups, rows * chunks, batch) and quads % chunks == 0
+    assert grid[1] <= 65535  # (gridDim.y's limit)
     per_block = quads // chunks
     assert block[0] % per_block == 0 and block[1:] == (1, 1)
     slices = block[0] // per_block
@@ -301,12 +321,27 @@ def test_split_count_does_not_change_the_binary():
     assert a.binary.key == b.binary.key
 
 
-def test_one_row_causal_renders_the_decode_kernel_under_swap_rows():
-    """Causal over a single draft row hides nothing: swap_rows admits it and renders exactly the
-    mask-'none' kernel (whose GPU tests then cover it)."""
-    config = replace(MMA, smem_stages=3, swap_rows=1)
-    decode = build(Spec(heads=8), config, "sm_120")
-    assert build(Spec(heads=8, mask="causal"), config, "sm_120").source == decode.source
+@pytest.mark.parametrize(
+    "config",
+    [
+        replace(MMA, smem_stages=3, swap_rows=1),
+        MMA,
+        Config(heads_per_block=8, num_warps=4),
+        tiled_config(8, smem_stages=2),
+    ],
+    ids=["mma-swapped", "mma", "fma", "tiled"],
+)
+def test_one_row_causal_renders_the_decode_kernel(config):
+    """Causal over a single draft row hides nothing: every path renders exactly the mask-'none'
+    kernel for it (whose GPU tests cover it; a draft-tile loop would round in another order)."""
+    arch = resolve_arch("sm_120")
+    dtype = "float32" if config.compute == "tiled" else "float16"
+    decode, causal = Spec(heads=8, dtype=dtype), Spec(heads=8, dtype=dtype, mask="causal")
+    source = mla_program(decode, config, layout_for(decode, config, arch)).source
+    assert mla_program(causal, config, layout_for(causal, config, arch)).source == source
+    if not config.swap_rows:  # (which refuses trees) a tree row may hide its own draft
+        tree = Spec(heads=8, dtype=dtype, mask="tree")
+        assert mla_program(tree, config, layout_for(tree, config, arch)).source != source
 
 
 def test_the_tiled_path_takes_the_pdl_merge_from_sm90_on():
@@ -333,3 +368,26 @@ def test_a_causal_chain_takes_the_registers_of_a_tree():
         "mla_attention"
     ]
     assert causal_usage.registers <= tree_usage.registers + 8, (causal_usage, tree_usage)
+
+
+def test_ragged_head_groups_and_12_warp_blocks_fit_sm120():
+    """The mma row path takes head groups that do not divide the heads (the last holds the
+    rest) and 12 warps (three row groups): 48-row blocks at H = 128, one an SM on sm_120 at 12
+    warps (two 4-warp blocks fit there, at 8), without spills, and with a grid of ceil(H / 48)
+    head groups."""
+    spec = Spec(heads=128, q_len=1, dtype="bfloat16", page_size=64)
+    config = replace(
+        MMA, heads_per_block=48, num_warps=12, smem_stages=3, split_softmax=1, min_blocks=1
+    )
+    kernel = build(spec, config, "sm_120")
+    usage, resources = kernel.binary.usage["mla_attention"], kernel.resources
+    assert usage.spill_stores == usage.spill_loads == 0
+    assert resources.smem <= ARCHS["sm_120"].smem_per_block
+    assert resources.occupancy.blocks_per_sm * resources.threads // 32 == 12
+    assert kernel.layout.rows == 48 and kernel.layout.row_groups == 3
+    assert head_groups_of(spec, config) == 3 and head_groups_of(spec, MMA) == 16
+    assert "constexpr int HEAD_GROUPS = (HEADS + HEADS_PER_BLOCK - 1) / HEADS_PER_BLOCK;" in (
+        kernel.source
+    )
+    with pytest.raises(ParamError, match=r"Config\.num_warps=12: must be a power of two"):
+        Config(num_warps=12)  # (the CUDA-core paths)

@@ -331,3 +331,34 @@ def test_the_runner_cache_finds_the_last_key_again_and_asks_no_capture_on_stream
     assert not asked  # the legacy default stream is never capturing
     cache.clear()
     assert cache.get(key, 0) is None  # cleared: nothing remembered either
+
+
+@pytest.mark.parametrize("heads, hpb, warps", [(4, 2, 4), (5, 3, 4), (128, 48, 12)])
+def test_the_workspace_holds_every_slot_the_kernel_addresses(monkeypatch, heads, hpb, warps):
+    """The grid has a block for every head group (the last ragged where hpb does not divide the
+    heads), and the workspace a slot for each split of each of their rows: the largest index
+    templates/mla/combine.cuh's slot_row gives, ((b * HEAD_GROUPS + g) * S + s) * ROWS + r, is
+    in it, and so is the last arrival counter of the last group."""
+    spec = Spec(heads=heads, q_len=1, dtype="bfloat16", page_size=16)
+    config = Config(
+        heads_per_block=hpb,
+        kv_splits=3,
+        compute="mma",
+        smem_stages=3,
+        block_n=16,
+        num_warps=warps,
+        split_softmax=1,
+    )
+    grids = []
+    monkeypatch.setattr(
+        Runner, "_packed_launch", lambda self, grid: grids.append(grid) or RecordedLaunch(None)
+    )
+    kernel = types.SimpleNamespace(
+        spec=spec, config=config, layout=layout_for(spec, config, ARCHS["sm_120"]), binary=None
+    )
+    ws = Runner(kernel, BATCH, MAX_PAGES, torch.device("cpu"), scale=0.25).workspace
+    groups, rows, splits = -(-heads // hpb), hpb, config.kv_splits
+    assert grids == [(groups, splits, BATCH)]
+    last = ((BATCH * groups - 1) * splits + splits - 1) * rows + rows - 1
+    assert ws.partials.shape[0] == ws.partial_lse.shape[0] == last + 1
+    assert ws.counters.numel() == BATCH * groups * 4

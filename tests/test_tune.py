@@ -55,9 +55,13 @@ def test_enumeration_and_pruning():
     assert len(fma) == 5 * 2 * 6  # divisors of 16 x warps x (stages, block_n)
     # divisors x (warps, col_groups <= warps) x (tiles, q.K ahead where 3+ stages) x min_blocks
     # x split_softmax (every default col_groups is > 1); and specialized: divisors x (w8 c4, w4
-    # c2) x the 3+ stage tiles x min_blocks (split softmax, no q.K ahead)
-    assert len(mma) == 5 * (2 + 3) * (3 * 2 + 1) * 2 * 2 + 5 * 2 * 3 * 2
+    # c2) x the 3+ stage tiles x min_blocks (split softmax, no q.K ahead); and the 12-warp
+    # three-row-group blocks: 12 heads (48 rows, ragged: 12 and 4) x (tiles, q.K ahead) x
+    # min_blocks x split_softmax
+    assert len(mma) == 5 * (2 + 3) * (3 * 2 + 1) * 2 * 2 + 5 * 2 * 3 * 2 + (3 * 2 + 1) * 2 * 2
     assert sum(c.specialize for c in mma) == 5 * 2 * 3 * 2
+    twelve = [c for c in mma if c.num_warps == 12]
+    assert {(c.heads_per_block, c.col_groups) for c in twelve} == {(12, 4)} and len(twelve) == 28
     pruned = prune(spec, configs, ARCHS["sm_120"])
     assert pruned.kept and pruned.refused
     assert {c.compute for c in pruned.kept} == {"fma", "mma"}
@@ -306,7 +310,7 @@ def test_code_stamp_follows_the_generated_source(tmp_path, monkeypatch):
     db._source_stamp.cache_clear()
     assert code_stamp(spec, mma, "sm_90") != before[mma]
     assert code_stamp(spec, fma, "sm_90") == before[fma]
-    assert code_stamp(spec, replace(mma, heads_per_block=3), "sm_90") == "refused"
+    assert code_stamp(spec, replace(mma, heads_per_block=9), "sm_90") == "refused"
     monkeypatch.undo()
     render.environment.cache_clear()
     db._source_stamp.cache_clear()

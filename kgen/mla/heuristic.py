@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from kgen.arch import Arch
 from kgen.mla.layout import ConfigError, layout_for
-from kgen.mla.spec import Config, Spec
+from kgen.mla.spec import Config, Spec, head_groups_of
 from kgen.mla.tiled_layout import tiled_config, tiled_heads
 
 ROWS_PER_WARP_TARGET = 4  # FMA: q.k and p.v registers stay well under the 255 limit
@@ -106,12 +106,41 @@ def _mma_candidates(spec: Spec, batch: int, sm_count: int):
     memory: the H200; not sm_120's 100 KB or sm_80's 164 KB): in the eleventh session's H200
     sweeps they beat the 8-warp two-tile blocks on every H >= 64 and verify case, 5-11% (12 warps
     per SM against 8); registers as ptxas fits three blocks (min_blocks 0: 168 there, no spills).
-    Then the shapes of _mma_shapes, two blocks per SM."""
+    Then, where those do not fit, one 12-warp block of three row groups (_three_row_groups); then
+    the shapes of _mma_shapes, two blocks per SM."""
     for config in _mma_shapes(spec, batch, sm_count, max_m_tiles=1, min_blocks=0):
         if config.smem_stages >= 3:
             yield config, 3
+    three = _three_row_groups(spec)
+    if three is not None:
+        yield three, 1
     for config in _mma_shapes(spec, batch, sm_count):
         yield config, 2
+
+
+def _three_row_groups(spec: Spec) -> Config | None:
+    """Where three 4-warp blocks do not fit an SM (sm_120's 100 KB, sm_80's 164 KB at three
+    stages): one 12-warp block of three 16-row groups on one KV pipeline, 12 warps an SM instead
+    of the two 4-warp blocks' 8. Measured on the H200 (twenty-sixth session, bench/RESULTS.md),
+    against two 4-warp blocks an SM: 10-16% faster on four shapes that 48 rows divide (against
+    three, 4-8% slower: so not where three fit). Only where 48 heads divide H: ragged,
+    at H = 128 (head groups of 48, 48 and 32, 11% of the rows idle, B = 8 over 8192 positions) it
+    was 5% slower than the two 4-warp blocks (twenty-seventh session). Decode only (no draft
+    rows): with a draft mask the block takes 168 registers and spills on sm_120 (20-56 B, NVRTC
+    13.5), whose register file holds 12 warps at 168 at most."""
+    if not spec.masks_nothing or spec.heads % 48:  # (masks_nothing: one row a sequence)
+        return None
+    return Config(
+        heads_per_block=48,
+        vec_width=16 // spec.elem_bytes,
+        smem_stages=3,
+        num_warps=12,
+        block_n=16,
+        compute="mma",
+        col_groups=4,
+        min_blocks=1,
+        split_softmax=1,
+    )
 
 
 TILED_MIN_ROWS = 32  # rows a tiled block must hold of its 64 (below, padding is most of its work)
@@ -246,7 +275,7 @@ def one_wave_splits(
     blocks a split took 595-596 us at 33 splits (264 blocks, two waves of 132) against 602-605 at
     16 (128 blocks, 4 SMs idle) on the H200 (bench/RESULTS.md, nineteenth session)."""
     wave = sm_count * max(1, blocks_per_sm)  # blocks resident at once
-    blocks = max(1, batch * (spec.heads // config.heads_per_block))
+    blocks = max(1, batch * head_groups_of(spec, config))
     shortest = (
         MMA_MIN_SPLIT_POSITIONS if config.compute == "mma" else MIN_TILES_PER_SPLIT * config.block_n
     )

@@ -78,8 +78,14 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
             f"'mma' takes float16 or bfloat16 inputs, not {spec.dtype} (float32 stays on 'fma': "
             "TF32 would miss the 1e-5 tolerance)",
         )
-    if spec.heads % config.heads_per_block:
-        refuse("heads_per_block", f"must divide heads={spec.heads}")
+    if config.heads_per_block > spec.heads:
+        refuse("heads_per_block", f"at most heads={spec.heads}")
+    if spec.heads % config.heads_per_block and (config.swap_rows or config.specialize):
+        refuse(
+            "heads_per_block",
+            f"must divide heads={spec.heads} with swap_rows or specialize (ragged head groups, "
+            "whose last block holds fewer heads, take the row path's kernel only)",
+        )
     if config.vec_width * spec.elem_bytes != 16:
         refuse(
             "vec_width", f"'mma' copies 16-byte chunks: vec_width must be {16 // spec.elem_bytes}"

@@ -92,7 +92,10 @@ def shape_values(spec, config, rows: int, params: CStruct) -> dict:
 
 
 def _op_values(spec: Spec, config: Config, rows: int) -> dict:
-    return {**shape_values(spec, config, rows, PARAMS), "mask_kind": MASK_KINDS[spec.mask]}
+    # A mask that hides nothing ('causal' over one row) renders the decode kernel: the same code,
+    # without the draft tiles' loop, whose other tile order would round the result differently.
+    mask = "none" if spec.masks_nothing else spec.mask
+    return {**shape_values(spec, config, rows, PARAMS), "mask_kind": MASK_KINDS[mask]}
 
 
 def template_values(spec: Spec, config: Config, layout: Layout | MMALayout | TiledLayout) -> dict:
@@ -111,8 +114,6 @@ def template_values(spec: Spec, config: Config, layout: Layout | MMALayout | Til
             "swap_rows": bool(config.swap_rows),
             "pdl_combine": bool(config.pdl_combine),
             "specialize": bool(config.specialize),
-            # the swapped path masks nothing: plan_mma admits only masks that hide nothing
-            "mask_kind": MASK_KINDS["none"] if config.swap_rows else values["mask_kind"],
             "q_register_steps": layout.q_register_steps,
             "smem_bytes": layout.main_smem,
         }

@@ -29,6 +29,7 @@ from kgen.mla.inputs import (
     refuse_overlap,
 )
 from kgen.mla.program import ATTENTION, COMBINE, KernelParams
+from kgen.mla.spec import head_groups_of
 
 LOG2E = 1.0 / math.log(2.0)
 
@@ -85,11 +86,12 @@ class Runner:
         self._out_like = torch.empty(0, dtype=self._dtype, device=device)
         self._lse_like = torch.empty(0, dtype=torch.float32, device=device)
 
-        head_groups = spec.heads // config.heads_per_block
+        head_groups = head_groups_of(spec, config)
         splits = config.kv_splits
 
         def allocate():
-            buffers = workspace.allocate(b, t, h, dl, head_groups, splits, device)
+            rows = t * config.heads_per_block
+            buffers = workspace.allocate(b, rows, dl, head_groups, splits, device)
             if not self._tree:
                 return buffers, ()
             # a bool mask is packed into these, in place
@@ -113,7 +115,7 @@ class Runner:
             scale_log2=scale * LOG2E,
         )
         self._set_planned_strides()
-        self._launch = self._packed_launch((splits, head_groups, b)) if b else None
+        self._launch = self._packed_launch((head_groups, splits, b)) if b else None
         self._combine = combine_launch(self.kernel, b, head_groups, self._index, self._params)
         # what run sends: nothing (no rows), one launch, or the attention kernel and its merge
         self._send = None if self._launch is None else self._launch.launch

@@ -81,19 +81,28 @@ class Spec(AttentionShape, Params):
         return f"{dt}_h{self.heads}_t{self.q_len}_p{self.page_size}_{self.mask}{dims}"
 
 
+def head_groups_of(spec: Spec, config: Config) -> int:
+    """Blocks of heads a sequence's split is cut into (the last may hold fewer heads)."""
+    return -(-spec.heads // config.heads_per_block)
+
+
 @dataclass(frozen=True)
 class Config(Params):
     """A design point.
 
     heads_per_block: heads one block serves (with all q_len rows), so a KV tile read once serves
-      them all: 1 = most blocks and most re-reads, heads = fully amortised.
+      them all: 1 = most blocks and most re-reads, heads = fully amortised. It divides heads,
+      except on the mma row path (no swap_rows, no specialize), where the last head group may
+      hold fewer heads: its block's other rows compute nothing anyone reads (e.g. 48-row 12-warp
+      blocks at H = 128: head groups of 48, 48 and 32 heads).
     kv_splits: KV split count (flash-decoding), at most MAX_SPLITS; the splits of a group merge
       their partial results in the same launch (templates/mla/combine.cuh). A launch parameter:
       it does not change the compiled code.
     vec_width: elements per global load (at most 16 bytes).
     smem_stages: 0 = KV from global memory straight into registers, 1 = through one shared tile,
       >= 2 = a cp.async pipeline that many tiles deep.
-    num_warps: warps per block. block_n: KV positions per tile (per warp, in registers, when
+    num_warps: warps per block, a power of two except on the mma path (12: three row groups of
+      four column groups). block_n: KV positions per tile (per warp, in registers, when
       smem_stages is 0).
     compute: "fma" (CUDA cores, any dtype), "mma" (tensor cores: mma.sync m16n8k16 with ldmatrix
       and cp.async, float16/bfloat16 only) or "tiled" (CUDA cores on register tiles, float32
@@ -157,7 +166,9 @@ class Config(Params):
         self._require_int("smem_stages", 0, 8)
         self._require_int("num_warps", 1, 32)
         self._require(
-            self.num_warps & (self.num_warps - 1) == 0, "num_warps", "must be a power of two"
+            self.num_warps & (self.num_warps - 1) == 0 or self.compute == "mma",
+            "num_warps",
+            "must be a power of two",
         )
         self._require_int("block_n", 1, 256)
         self._require_choice("compute", COMPUTES)

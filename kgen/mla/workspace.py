@@ -28,14 +28,17 @@ class Workspace:
 
 
 def allocate(
-    batch: int, q_len: int, heads: int, latent_dim: int, head_groups: int, splits: int, device
+    batch: int, rows: int, latent_dim: int, head_groups: int, splits: int, device
 ) -> Workspace | None:
-    """The workspace of `splits` KV splits (None for one split), with the counters zeroed."""
+    """The workspace of `splits` KV splits (None for one split), with the counters zeroed: a
+    slot per split of each of a block's `rows` rows (q_len x heads_per_block) in each of the
+    `head_groups` blocks of a sequence (or query token): a ragged last head group's missing
+    heads have slots too (templates/mla/combine.cuh's slot_row)."""
     import torch
 
     if splits == 1 or batch == 0:
         return None
-    slots = batch * splits * q_len * heads  # a slot per split of each row
+    slots = batch * splits * head_groups * rows
     return Workspace(
         partials=torch.empty((slots, latent_dim), dtype=torch.float32, device=device),
         partial_lse=torch.empty((slots,), dtype=torch.float32, device=device),
@@ -69,4 +72,4 @@ def combine_shape(
         and quads // chunks * slices >= 2 * MIN_COMBINE_THREADS
     ):
         chunks *= 2
-    return (rows * chunks, head_groups, batch), (quads // chunks * slices, 1, 1)
+    return (head_groups, rows * chunks, batch), (quads // chunks * slices, 1, 1)

@@ -11,6 +11,7 @@ from pathlib import Path
 from kgen.arch import Arch
 from kgen.mla import Config, ConfigError, SparseSpec, Spec, layout_for
 from kgen.mla.heuristic import widest_vec
+from kgen.mla.spec import head_groups_of
 from kgen.mla.tiled_layout import tiled_config, tiled_heads
 from kgen.mla.tuning import family_of_spec
 
@@ -41,6 +42,10 @@ class Axes:
     swap_rows: tuple[int, ...] = (0, 1)
     pdl_combine: tuple[int, ...] = (0,)  # opt-in (kgen sweep --pdl-combine 0 1): sm_90 and later
     specialize: tuple[int, ...] = (0, 1)
+    # mma: also 12-warp blocks of three 16-row groups (4 column groups each) where the rows of
+    # 48 / q_len heads (a ragged last head group where they do not divide H) or of a divisor of
+    # H make three m16 tiles: what fits sm_120 at 12 warps an SM (kgen.mla.heuristic)
+    three_row_groups: tuple[int, ...] = (0, 1)
 
 
 @dataclass(frozen=True)
@@ -165,7 +170,39 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
             for ws in axes.specialize
             if not ws or (2 * c == w and f and not a and not sw and st >= 3)
         ]
+        if 1 in axes.three_row_groups:
+            configs += [
+                Config(
+                    heads_per_block=h,
+                    vec_width=16 // spec.elem_bytes,
+                    smem_stages=st,
+                    num_warps=12,
+                    block_n=n,
+                    compute="mma",
+                    col_groups=4,
+                    min_blocks=b,
+                    qk_ahead=a,
+                    split_softmax=f,
+                    pdl_combine=pc,
+                )
+                for h in _three_group_heads(spec, hpbs)
+                for st, n in axes.mma_stage_tiles
+                for b in axes.min_blocks
+                for a in axes.qk_ahead
+                if st >= 3 or not a
+                for f in axes.split_softmax
+                for pc in axes.pdl_combine
+            ]
     return configs
+
+
+def _three_group_heads(spec: Spec, hpbs: tuple[int, ...]) -> list[int]:
+    """Heads per block whose rows are three m16 tiles: those of `hpbs`, and the ragged
+    heuristic's 48 / q_len heads where that is not one of them."""
+    three = [h for h in hpbs if math.ceil(h * spec.q_len / 16) == 3]
+    if 48 % spec.q_len == 0 and 48 // spec.q_len < spec.heads and 48 // spec.q_len not in three:
+        three.append(48 // spec.q_len)
+    return three
 
 
 def prune(spec: Spec, configs: list[Config], arch: Arch, also_fit: tuple[Arch, ...] = ()) -> Pruned:
@@ -213,7 +250,7 @@ def split_candidates(
     at 9 splits and 178 µs at the one-wave 12 for a kernel that fits 3 blocks per SM. Two waves
     are counted from the slots, not as twice one wave's splits: 8 blocks a split on 132 slots
     fill one wave with 16 splits, 4 slots idle, and two whole waves with 33, not 32.)"""
-    blocks = case.batch * (case.spec.heads // config.heads_per_block)
+    blocks = case.batch * head_groups_of(case.spec, config)
     tiles = max(1, math.ceil(case.max_len / config.block_n))
     slots = blocks_per_sm * sm_count
     wave = max(1, slots // blocks)

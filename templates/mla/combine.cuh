@@ -29,10 +29,10 @@ enum { ARRIVALS = 0, STARTED = 1, TAKEN = 2, LEFT = 3, GROUP_COUNTERS = 4 };
 constexpr int HELPER = 1 << 16;
 
 __device__ __forceinline__ int* group_counters(const Params& p, int b) {
-  return p.counters + (static_cast<long long>(b) * HEAD_GROUPS + blockIdx.y) * GROUP_COUNTERS;
+  return p.counters + (static_cast<long long>(b) * HEAD_GROUPS + head_group()) * GROUP_COUNTERS;
 }
 __device__ __forceinline__ long long slot_row(const Params& p, int b, int slot, int num_splits) {
-  return ((static_cast<long long>(b) * HEAD_GROUPS + blockIdx.y) * num_splits + slot) * ROWS;
+  return ((static_cast<long long>(b) * HEAD_GROUPS + head_group()) * num_splits + slot) * ROWS;
 }
 
 // At the kernel's start, by every block of a launch with several splits: this block has started.
@@ -94,7 +94,7 @@ __device__ void merge_piece(const Params& p, int b, int num_splits, int r0, int 
       for (int k = 16; k > 0; k /= 2) total += __shfl_xor_sync(0xffffffffu, total, k);
       const float inv = seen ? 1.f / total : 0.f;
       for (int s = threadIdx.x % 32; s < num_splits; s += 32) wr[s] = seen ? exp2f((wr[s] - m) * LOG2E) * inv : 0.f;
-      if (chunk == 0 && threadIdx.x % 32 == 0) *lse_at(p, b, q0 + r) = seen ? m + logf(total) : -CUDART_INF_F;
+      if (chunk == 0 && threadIdx.x % 32 == 0 && (!RAGGED || row_real(q0 + r))) *lse_at(p, b, q0 + r) = seen ? m + logf(total) : -CUDART_INF_F;
     }
     __syncthreads();
     const int quads = QUADS / chunks, items = rows * quads;
@@ -139,7 +139,7 @@ __device__ void merge_piece(const Params& p, int b, int num_splits, int r0, int 
         }
         __syncthreads();
       }
-      if (active && slice == 0) {
+      if (active && slice == 0 && (!RAGGED || row_real(q0 + r))) {
         T* o = out_row(p, b, q0 + r) + d;
         o[0] = kgen::from_float<T>(acc.x);
         o[1] = kgen::from_float<T>(acc.y);

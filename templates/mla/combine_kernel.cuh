@@ -3,11 +3,11 @@
 // normalised partial (o, lse) to its workspace slot and leaves (templates/mla/combine.cuh's slot
 // layout), and this kernel, once that grid is complete, merges the S slots of every row.
 //
-// Block (x, head group, sequence) merges row x / CHUNKS of the group, column chunk x % CHUNKS
+// Block (head group, y, sequence) merges row y / CHUNKS of the group, column chunk y % CHUNKS
 // (QUADS float4 columns). Its threads are QUADS x SLICES: slice k reads slots k, k + SLICES, ...,
 // COMBINE_LOADS at a time in flight, keeping a running max, sum of weights and weighted sum (log2
 // units); the slices then merge through shared memory in a fixed order, so a plan gives the same
-// bits on every launch. The launch shape alone sets CHUNKS = gridDim.x / ROWS and SLICES =
+// bits on every launch. The launch shape alone sets CHUNKS = gridDim.y / ROWS and SLICES =
 // blockDim.x / QUADS (kgen.mla.workspace.combine_shape picks it). Empty splits (lse = -inf) weigh
 // nothing; a row no split saw gets out = 0, lse = -inf; a NaN partial makes its row NaN.
 
@@ -42,10 +42,11 @@ extern "C" __global__ void __launch_bounds__(mla::COMBINE_THREADS) mla_combine(c
   using namespace mla;
   __shared__ float4 acc_s[COMBINE_THREADS];
   __shared__ float2 ml_s[COMBINE_THREADS];
-  const int b = blockIdx.z, chunks = gridDim.x / ROWS, quads = ROW_QUADS / chunks;
+  const int b = blockIdx.z, chunks = gridDim.y / ROWS, quads = ROW_QUADS / chunks;
   const int slices = blockDim.x / quads, quad = threadIdx.x % quads, slice = threadIdx.x / quads;
-  const int r = blockIdx.x / chunks, d = (blockIdx.x % chunks * quads + quad) * 4;
+  const int r = blockIdx.y / chunks, d = (blockIdx.y % chunks * quads + quad) * 4;
   const long long first = slot_row(p, b, 0, num_splits) + r;  // slot s of row r: first + s * ROWS
+  if (RAGGED && !row_real(r)) return;  // a head past HEADS in the last, ragged head group
   kgen::wait_for_prerequisites();
 
   Merged mg{-CUDART_INF_F, 0.f, make_float4(0.f, 0.f, 0.f, 0.f)};

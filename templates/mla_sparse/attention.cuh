@@ -339,7 +339,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
   float* alpha_s = reinterpret_cast<float*>(smem + ROW_STATE_OFFSET);  // its rescale factors, then m
   float* l_s = alpha_s + M_TILES * 16;
 
-  const int split = blockIdx.x, num_splits = gridDim.x, bt = blockIdx.z;
+  const int split = blockIdx.y, num_splits = gridDim.y, bt = blockIdx.z;
   const Lane ln;
   if (!PDL_COMBINE && num_splits > 1) note_started(p, bt);  // first: the combine counts the started blocks
   const int* slots = index_row(p, bt);

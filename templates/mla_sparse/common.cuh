@@ -1,5 +1,5 @@
 // Sparse MLA: the kernel parameters, where a block's rows live, the slice of the top-k list one
-// split reads (a row's result: mla/finish.cuh, included last). Block (split, head group, query
+// split reads (a row's result: mla/finish.cuh, included last). Block (head group, split, query
 // token bt = b * Q_LEN + t); its ROWS rows are HEADS_PER_BLOCK heads of that token. The combine
 // (mla/combine.cuh) is the dense family's, with bt in the place of the sequence.
 
@@ -17,7 +17,11 @@ static_assert(KV_FORMAT == KV_BF16 || KV_FORMAT == KV_FP8, "kv format");
 
 {{ params_struct }}
 
-__device__ __forceinline__ int row_head(int r) { return blockIdx.y * HEADS_PER_BLOCK + r; }
+// The grid as the dense family's (mla/common.cuh): x the head group, y the split, z the token.
+__device__ __forceinline__ int head_group() { return blockIdx.x; }
+__device__ __forceinline__ int row_head(int r) { return head_group() * HEADS_PER_BLOCK + r; }
+constexpr bool RAGGED = false;  // head groups divide HEADS (mla/combine.cuh asks)
+__device__ __forceinline__ bool row_real(int r) { return r < ROWS; }
 __device__ __forceinline__ const T* q_row(const Params& p, int bt, int r) {
   return p.q + (bt / Q_LEN) * p.q_sb + (bt % Q_LEN) * p.q_st + row_head(r) * p.q_sh;
 }

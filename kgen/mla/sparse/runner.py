@@ -82,7 +82,7 @@ class SparseRunner:
             device,
             lambda: (
                 workspace.allocate(
-                    tokens, 1, spec.heads, spec.latent_dim, head_groups, splits, device
+                    tokens, config.heads_per_block, spec.latent_dim, head_groups, splits, device
                 ),
                 (),
             ),
@@ -97,7 +97,7 @@ class SparseRunner:
             scale_log2=scale * LOG2E,
         )
         self._set_planned_strides()
-        self._launch = self._packed_launch((splits, head_groups, tokens)) if tokens else None
+        self._launch = self._packed_launch((head_groups, splits, tokens)) if tokens else None
         self._combine = combine_launch(self.kernel, tokens, head_groups, self._index, self._params)
 
     def _set_planned_strides(self) -> None:

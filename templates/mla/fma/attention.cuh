@@ -17,6 +17,8 @@
 
 namespace mla {
 
+static_assert(!RAGGED, "ragged head groups take the mma row path only");
+
 using kgen::Vec;
 
 constexpr int NUM_THREADS = NUM_WARPS * 32;
@@ -206,7 +208,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_attention(con
   using namespace mla;
   extern __shared__ __align__(16) unsigned char smem[];
 
-  const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;
+  const int split = blockIdx.y, num_splits = gridDim.y, b = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int row_warp = warp / POS_GROUPS, pos_group = warp % POS_GROUPS;
   const bool computes = row_warp < ROW_WARPS;
@@ -320,7 +322,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS) mla_attention(con
   };
 
   if constexpr (Q_SOURCE == Q_GLOBAL) {
-    fold_all(QInGlobal{p.q + b * p.q_sb + blockIdx.y * HEADS_PER_BLOCK * p.q_sh, p.q_sh, p.q_st, row0});
+    fold_all(QInGlobal{p.q + b * p.q_sb + head_group() * HEADS_PER_BLOCK * p.q_sh, p.q_sh, p.q_st, row0});
   } else if constexpr (Q_SOURCE == Q_SHARED) {
     // Many rows per warp: the block's q lives in shared memory and is re-read per position.
     T* q_smem = reinterpret_cast<T*>(smem);

@@ -21,6 +21,8 @@
 
 namespace mla {
 
+static_assert(!RAGGED, "ragged head groups take the mma row path only");
+
 constexpr int NUM_THREADS = NUM_WARPS * 32;
 constexpr int TILE_ROWS = 64;  // rows of a block, padded
 constexpr int KC = QK_CHUNK;   // head dims per q.K^T step (kgen.mla.tiled_layout)
@@ -156,7 +158,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, 1) mla_attention(
   unsigned long long* drafts_s = reinterpret_cast<unsigned long long*>(pws + NUM_WARPS * P_FLOATS);
   const T** rows_s = reinterpret_cast<const T**>(drafts_s + TILE_ROWS);  // [2][BLOCK_N]
 
-  const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;
+  const int split = blockIdx.y, num_splits = gridDim.y, b = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, h = lane / 16, pg = lane % 16;
   float* pw = pws + warp * P_FLOATS;
 

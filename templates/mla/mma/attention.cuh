@@ -441,8 +441,8 @@ __device__ __forceinline__ bool softmax_slice(const Params& p, const float* part
     s.x *= p.scale_log2;
     s.y *= p.scale_log2;
     if (!whole) {
-      if (!visible<DRAFTS>(start + c, start + count, prefix, r < ROWS, sl.drafts[k])) s.x = -CUDART_INF_F;
-      if (!visible<DRAFTS>(start + c + 1, start + count, prefix, r < ROWS, sl.drafts[k])) s.y = -CUDART_INF_F;
+      if (!visible<DRAFTS>(start + c, start + count, prefix, row_real(r), sl.drafts[k])) s.x = -CUDART_INF_F;
+      if (!visible<DRAFTS>(start + c + 1, start + count, prefix, row_real(r), sl.drafts[k])) s.y = -CUDART_INF_F;
     }
     softmax_item(s, r, c, sl.m[k], sl.l[k], p_s, alpha_s, rose);
   }
@@ -483,7 +483,7 @@ __device__ void fold_bad_drafts(const Params& p, int b, T* tile, int start, int 
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = frag_row(ln.rg, i, h, ln.g);
-        if (r >= ROWS || !visible(pos, pos + 1, prefix, true, draft_bits(p, b, row_token(r)))) continue;
+        if (!row_real(r) || !visible(pos, pos + 1, prefix, true, draft_bits(p, b, row_token(r)))) continue;
         const float pr = SPLIT_SOFTMAX ? kgen::to_float(p_h[r * P_STRIDE + n]) : p_f[r * S_STRIDE + n];
 #pragma unroll
         for (int j = 0; j < O_TILES; ++j)
@@ -544,13 +544,13 @@ __device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * (e % 2), ks = kk * COL_GROUPS + ln.cg;
-        const bool inside = fragments && r < ROWS && (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS);
+        const bool inside = fragments && row_real(r) && (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS);
         qf[i][kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, b, r) + 16 * ks + 2 * ln.qd + 8 * (e / 2))) : 0u;
       }
   for (int idx = threadIdx.x; idx < M_TILES * 16 * Q_SMEM_CHUNKS; idx += NUM_THREADS) {
     const int r = idx / Q_SMEM_CHUNKS, c = idx % Q_SMEM_CHUNKS;
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (r < ROWS) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + Q_SMEM_COL + c * 8));
+    if (row_real(r)) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + Q_SMEM_COL + c * 8));
     *reinterpret_cast<uint4*>(q_s + r * Q_ROW_ELEMS + c * 8) = v;
   }
 }

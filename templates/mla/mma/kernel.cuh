@@ -12,7 +12,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   float* alpha_s = reinterpret_cast<float*>(smem + ROW_STATE_OFFSET);  // its rescale factors, then m
   float* l_s = alpha_s + M_TILES * 16;
 
-  const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;
+  const int split = blockIdx.y, num_splits = gridDim.y, b = blockIdx.z;
   const Lane ln;
   if (!PDL_COMBINE && num_splits > 1) note_started(p, b);
 
@@ -30,7 +30,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = frag_row(ln.rg, i, h, ln.g);
-      rows.valid[i][h] = r < ROWS;
+      rows.valid[i][h] = row_real(r);
       rows.drafts[i][h] = 0ull;
       st.m[i][h] = -CUDART_INF_F;
       st.l[i][h] = 0.f;
@@ -98,12 +98,12 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = frag_row(ln.rg, i, h, ln.g);
-          rows.drafts[i][h] = !SPLIT_SOFTMAX && r < ROWS ? draft_bits(p, b, row_token(r)) : 0ull;
+          rows.drafts[i][h] = !SPLIT_SOFTMAX && row_real(r) ? draft_bits(p, b, row_token(r)) : 0ull;
         }
 #pragma unroll
       for (int k = 0; k < ITEMS; ++k) {
         const int r = Slice::row(k, ln);
-        sl.drafts[k] = SPLIT_SOFTMAX && r < ROWS ? draft_bits(p, b, row_token(r)) : 0ull;
+        sl.drafts[k] = SPLIT_SOFTMAX && row_real(r) ? draft_bits(p, b, row_token(r)) : 0ull;
       }
     }
     for (int it = from; it < to; ++it) {

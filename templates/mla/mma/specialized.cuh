@@ -17,6 +17,8 @@
 
 namespace mla {
 
+static_assert(!RAGGED, "ragged head groups take the mma row path only");
+
 // The block barrier between the roles, which reach it at different places in the code: barrier 0
 // (__syncthreads'; every thread takes part) in its non-aligned form, which conditional code may use.
 __device__ __forceinline__ void hand_off() { asm volatile("barrier.sync 0;" : : : "memory"); }
@@ -56,7 +58,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   float* alpha_s = reinterpret_cast<float*>(smem + ROW_STATE_OFFSET);  // rescale factors, then m
   float* l_s = alpha_s + M_TILES * 16;
 
-  const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;
+  const int split = blockIdx.y, num_splits = gridDim.y, b = blockIdx.z;
   const Lane ln;
   const bool q_role = threadIdx.x < ROLE_THREADS;
   if (!PDL_COMBINE && num_splits > 1) note_started(p, b);

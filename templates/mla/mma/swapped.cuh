@@ -12,6 +12,8 @@
 
 namespace mla {
 
+static_assert(!RAGGED, "ragged head groups take the mma row path only");
+
 constexpr int D_TILES = LATENT_DIM / 16 / COL_GROUPS;  // m16 tiles of output dims per warp
 constexpr int P_TILES = BLOCK_N / 16;                  // m16 tiles of positions
 constexpr int SWAP_SCORE_FLOATS = COL_GROUPS * BLOCK_N * 8;  // one tile's partial scores
@@ -154,7 +156,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   extern __shared__ __align__(16) unsigned char smem[];
   T* tiles = reinterpret_cast<T*>(smem + TILES_OFFSET);
   float* scores = reinterpret_cast<float*>(smem + SCORES_OFFSET);
-  const int split = blockIdx.x, num_splits = gridDim.x, b = blockIdx.z;
+  const int split = blockIdx.y, num_splits = gridDim.y, b = blockIdx.z;
   const Lane ln;
   if (!PDL_COMBINE && num_splits > 1) note_started(p, b);
 
