@@ -20,6 +20,8 @@ Knock-outs (join several with '+'):
           rows 4 (8) tiles past the one it works on, for the head groups that follow
   evict1st, evictlast  (knock-ins, results unchanged) the line-hinted 16-byte copies (KV tiles, q)
           with an L2 eviction priority
+  qk2acc  (knock-in, results equal within rounding) q.K^T's k steps alternate between two sets of
+          accumulators, summed at the end: two independent MMA chains of half the length each
   early   pdl_combine: the attention kernel lets mla_combine launch at its start, not its end
   notrig  pdl_combine: no explicit trigger (mla_combine launches as the attention blocks exit)
 The tiled float32 path (compute='tiled'):
@@ -78,6 +80,50 @@ def evict_edit(priority: str) -> tuple[str, str]:
     )
 
 
+QK_ZERO = (
+    "  float acc[WARP_M][N_TILES][4];\n"
+    "#pragma unroll\n"
+    "  for (int i = 0; i < WARP_M; ++i)\n"
+    "#pragma unroll\n"
+    "    for (int j = 0; j < N_TILES; ++j)\n"
+    "#pragma unroll\n"
+    "      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;\n"
+)
+QK_MMAS = (
+    "          Mma::mma(acc[i][j], a[i], k[0], k[1]);\n"
+    "          Mma::mma(acc[i][j + 1], a[i], k[2], k[3]);\n"
+)
+QK_STORE = "  float* mine = partials + ln.cg * (M_TILES * 16 * S_STRIDE);\n"
+
+
+def two_chain_edits() -> list[tuple[str, str]]:
+    """(knock-in) q.K^T's odd k steps accumulate into a second set of registers, added to the
+    first after the last step: each MMA waits on the one two steps back, not the one before."""
+    summed = (
+        "#pragma unroll\n"
+        "  for (int i = 0; i < WARP_M; ++i)\n"
+        "#pragma unroll\n"
+        "    for (int j = 0; j < N_TILES; ++j)\n"
+        "#pragma unroll\n"
+        "      for (int e = 0; e < 4; ++e) acc[i][j][e] += acc2[i][j][e];\n"
+    )
+    return [
+        (
+            QK_ZERO,
+            QK_ZERO.replace(
+                "acc[WARP_M][N_TILES][4];", "acc[WARP_M][N_TILES][4], acc2[WARP_M][N_TILES][4];"
+            ).replace("acc[i][j][e] = 0.f;", "acc[i][j][e] = acc2[i][j][e] = 0.f;"),
+        ),
+        (
+            QK_MMAS,
+            "          float (&d)[N_TILES][4] = kk % 2 ? acc2[i] : acc[i];\n"
+            "          Mma::mma(d[j], a[i], k[0], k[1]);\n"
+            "          Mma::mma(d[j + 1], a[i], k[2], k[3]);\n",
+        ),
+        (QK_STORE, summed + QK_STORE),
+    ]
+
+
 def l2_lead_edits(ahead: int) -> list[tuple[str, str]]:
     """(knock-in, results unchanged; the row path's kernel) the first head group asks L2 for the
     KV rows of the tile `ahead` iterations past the one it works on (prefetch.global.L2, a line
@@ -120,13 +166,7 @@ EDITS = {
         ),
         ZERO_STAGES,
     ],
-    "noqk": [
-        (
-            "          Mma::mma(acc[i][j], a[i], k[0], k[1]);\n"
-            "          Mma::mma(acc[i][j + 1], a[i], k[2], k[3]);\n",
-            "",
-        ),
-    ],
+    "noqk": [(QK_MMAS, "")],
     "nopv": [
         (
             "      Mma::mma(o[i][j], a[i], v[0], v[1]);\n"
@@ -145,6 +185,7 @@ EDITS = {
     "noexp": [
         ('  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));\n', "  y = x;\n"),
     ],
+    "qk2acc": two_chain_edits(),
     "early": [
         LATE_TRIGGER,
         (
