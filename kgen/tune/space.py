@@ -197,8 +197,8 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
 
 
 def _three_group_heads(spec: Spec, hpbs: tuple[int, ...]) -> list[int]:
-    """Heads per block whose rows are three m16 tiles: those of `hpbs`, and the ragged
-    heuristic's 48 / q_len heads where that is not one of them."""
+    """Heads per block whose rows are three m16 tiles: those of `hpbs`, and 48 / q_len heads
+    where that is not one of them (ragged head groups where it does not divide H)."""
     three = [h for h in hpbs if math.ceil(h * spec.q_len / 16) == 3]
     if 48 % spec.q_len == 0 and 48 // spec.q_len < spec.heads and 48 // spec.q_len not in three:
         three.append(48 // spec.q_len)
