@@ -11,6 +11,13 @@ import numpy as np
 from kgen.mla.check import LSE_TOLERANCE, TOLERANCE, check_attention, relative_errors  # noqa: F401
 
 
+def check_agreement(a, b, dtype: str) -> None:
+    """Two kernels' (out, lse), as NumPy arrays, agree: out within twice dtype's tolerance of
+    each other (each may sit one tolerance off the reference), lse within 2e-2."""
+    assert relative_errors(a[0], b[0]).max() <= 2 * TOLERANCE[dtype]
+    np.testing.assert_allclose(a[1], b[1], atol=2e-2, rtol=0)
+
+
 def visible_drafts(mask, b: int, t: int, q_len: int) -> list[int]:
     """Draft indices j that draft t of sequence b sees."""
     if mask is None:

@@ -15,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgen.mla import Config, Spec, build  # noqa: E402
+from kgen.mla.mma_layout import three_row_config  # noqa: E402
 from kgen.mla.tiled_layout import tiled_config  # noqa: E402
 from kgen.mla.workload import make_workload  # noqa: E402
 from tests.mla_helpers import reference_for, run_poisoned, to_numpy  # noqa: E402
@@ -615,32 +616,13 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
     ),
     (
         Spec(heads=8, q_len=16, dtype="float16", page_size=64, mask="tree"),
-        Config(
-            heads_per_block=3,
-            kv_splits=3,
-            vec_width=8,
-            smem_stages=3,
-            num_warps=12,
-            block_n=16,
-            compute=MMA,
-            split_softmax=1,
-            min_blocks=1,
-            pdl_combine=1,
+        three_row_config(
+            3, kv_splits=3, smem_stages=3, split_softmax=1, min_blocks=1, pdl_combine=1
         ),
     ),
     (
         Spec(heads=128, q_len=1, dtype="bfloat16", page_size=64, mask="none"),
-        Config(
-            heads_per_block=48,
-            kv_splits=2,
-            vec_width=8,
-            smem_stages=3,
-            num_warps=12,
-            block_n=16,
-            compute=MMA,
-            split_softmax=1,
-            min_blocks=1,
-        ),
+        three_row_config(48, kv_splits=2, smem_stages=3, split_softmax=1, min_blocks=1),
     ),
 ]
 

@@ -16,6 +16,7 @@ import kgen.render
 from kgen.arch import ARCHS, resolve_arch
 from kgen.mla import Config, ConfigError, Spec, build, layout_for, workspace
 from kgen.mla.heuristic import default_config
+from kgen.mla.mma_layout import three_row_config
 from kgen.mla.program import mla_program
 from kgen.mla.spec import head_groups_of
 from kgen.mla.tiled_layout import tiled_config
@@ -376,9 +377,7 @@ def test_ragged_head_groups_and_12_warp_blocks_fit_sm120():
     warps (two 4-warp blocks fit there, at 8), without spills, and with a grid of ceil(H / 48)
     head groups."""
     spec = Spec(heads=128, q_len=1, dtype="bfloat16", page_size=64)
-    config = replace(
-        MMA, heads_per_block=48, num_warps=12, smem_stages=3, split_softmax=1, min_blocks=1
-    )
+    config = three_row_config(48, smem_stages=3, split_softmax=1, min_blocks=1)
     kernel = build(spec, config, "sm_120")
     usage, resources = kernel.binary.usage["mla_attention"], kernel.resources
     assert usage.spill_stores == usage.spill_loads == 0

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from kgen.arch import Arch
 from kgen.mla.layout import ConfigError, layout_for
+from kgen.mla.mma_layout import three_row_config
 from kgen.mla.spec import Config, Spec, head_groups_of
 from kgen.mla.tiled_layout import tiled_config, tiled_heads
 
@@ -130,17 +131,7 @@ def _three_row_groups(spec: Spec) -> Config | None:
     13.5), whose register file holds 12 warps at 168 at most."""
     if not spec.masks_nothing or spec.heads % 48:  # (masks_nothing: one row a sequence)
         return None
-    return Config(
-        heads_per_block=48,
-        vec_width=16 // spec.elem_bytes,
-        smem_stages=3,
-        num_warps=12,
-        block_n=16,
-        compute="mma",
-        col_groups=4,
-        min_blocks=1,
-        split_softmax=1,
-    )
+    return three_row_config(48, smem_stages=3, min_blocks=1, split_softmax=1)
 
 
 TILED_MIN_ROWS = 32  # rows a tiled block must hold of its 64 (below, padding is most of its work)

@@ -30,6 +30,24 @@ TIGHT_REGISTERS = 128  # at most this many per thread (16 warps a block, or 2 bl
 # the rope part of q moves to shared memory (4 registers a k step; such layouts spill without it)
 
 
+THREE_ROW_WARPS = 12  # three row groups of 16 rows, four column groups each
+
+
+def three_row_config(heads_per_block: int, **fields) -> Config:
+    """A 12-warp tensor-core block of three 16-row groups on one KV pipeline (what fits sm_120's
+    100 KB at 12 warps an SM; `heads_per_block` need not divide H): four column groups, 16-byte
+    copies of 16-bit values, 16-position tiles unless `fields` says otherwise, and any other
+    Config `fields`."""
+    return Config(
+        heads_per_block=heads_per_block,
+        vec_width=8,
+        num_warps=THREE_ROW_WARPS,
+        col_groups=4,
+        compute="mma",
+        **{"block_n": 16, **fields},
+    )
+
+
 @dataclass(frozen=True)
 class MMALayout:
     rows: int  # query rows per block: q_len * heads_per_block

@@ -11,6 +11,7 @@ from pathlib import Path
 from kgen.arch import Arch
 from kgen.mla import Config, ConfigError, SparseSpec, Spec, layout_for
 from kgen.mla.heuristic import widest_vec
+from kgen.mla.mma_layout import three_row_config
 from kgen.mla.spec import head_groups_of
 from kgen.mla.tiled_layout import tiled_config, tiled_heads
 from kgen.mla.tuning import family_of_spec
@@ -172,14 +173,10 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
         ]
         if 1 in axes.three_row_groups:
             configs += [
-                Config(
-                    heads_per_block=h,
-                    vec_width=16 // spec.elem_bytes,
+                three_row_config(
+                    h,
                     smem_stages=st,
-                    num_warps=12,
                     block_n=n,
-                    compute="mma",
-                    col_groups=4,
                     min_blocks=b,
                     qk_ahead=a,
                     split_softmax=f,
