@@ -7,7 +7,8 @@ with the grid's blocks). `--default` times the heuristic default config='auto' f
 GPU (kgen.mla.choose.compiled_default; dense cases) instead of the shipped config, with the
 `:field=value` changes if given: run from two trees, or with and without a change, an A/B of the
 heuristic. `--flush read` flushes L2 by reading instead of overwriting (kgen.tune.timing.FLUSHES).
-JSON lines to stdout.
+`--dtype float16` times each case's config at that dtype instead of the case's own (what one dtype's
+conversions cost against the other's). JSON lines to stdout.
 
     PYTHONPATH=. python3 bench/time_shipped.py [--reps N] [--default] [--flush write|read] [CASE...]
 
@@ -74,10 +75,16 @@ def main() -> int:
     parser.add_argument(
         "--flush", choices=FLUSHES, default="write", help="how L2 is flushed (kgen.tune.timing)"
     )
+    parser.add_argument("--dtype", help="time each case at this dtype (bfloat16 or float16)")
     args = parser.parse_args()
     grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
     if args.batch:
         grid = {n: dataclasses.replace(c, batch=args.batch) for n, c in grid.items()}
+    if args.dtype:
+        grid = {
+            n: dataclasses.replace(c, spec=dataclasses.replace(c.spec, dtype=args.dtype))
+            for n, c in grid.items()
+        }
     configs = shipped_configs()
     names = args.cases or [
         n for n, c in configs.items() if isinstance(c, Config) and grid[n].spec.dtype != "float32"
@@ -95,7 +102,7 @@ def main() -> int:
     for name, case, config in runs:
         (r,) = trials.variant(grid[case], config, [config.kv_splits], seed=3, reps=args.reps)
         summary = {k: r.get(k) for k in ("status", "median_us", "error")}
-        shape = {"batch": grid[case].batch}
+        shape = {"batch": grid[case].batch, "dtype": grid[case].spec.dtype}
         print(
             json.dumps(
                 {"case": name, "config": config.short_name(), "flush": args.flush} | shape | summary
