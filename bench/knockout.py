@@ -24,6 +24,9 @@ Knock-outs (join several with '+'):
           accumulators, summed at the end: two independent MMA chains of half the length each
   early   pdl_combine: the attention kernel lets mla_combine launch at its start, not its end
   notrig  pdl_combine: no explicit trigger (mla_combine launches as the attention blocks exit)
+  tailtrig, tailtrigws  pdl_combine: the trigger at the start of a block's last tile instead of
+          after its partials (the row path's loop; tailtrigws: both roles' loops of a specialized
+          block), so mla_combine's launch overlaps the last tile and the partials' stores
 The tiled float32 path (compute='tiled'):
   tkcast  q.K^T's K quads read by 4 distinct positions a warp, not 16 (1 shared-memory wavefront
           a load, not 2: the traffic of a 32 x 16 warp tile of scores)
@@ -61,6 +64,7 @@ ZERO_STAGES = (
     "  for (int i = threadIdx.x; i < STAGES * TILE_ELEMS / 8; i += NUM_THREADS)\n"
     "    reinterpret_cast<uint4*>(tiles)[i] = make_uint4(0u, 0u, 0u, 0u);\n",
 )
+TAIL_TRIGGER = "      if (PDL_COMBINE && it == num_tiles - 1) kgen::launch_dependents();\n"
 LATE_TRIGGER = (
     "    kgen::launch_dependents();\n  } else if (num_splits > 1) {\n",
     "  } else if (num_splits > 1) {\n",
@@ -195,6 +199,29 @@ EDITS = {
         ),
     ],
     "notrig": [LATE_TRIGGER],
+    "tailtrig": [
+        LATE_TRIGGER,
+        (
+            "      T* tile = tiles + (it % STAGES) * TILE_ELEMS;\n"
+            "      float* partials = scores + (QK_AHEAD ? (it % 2) * SCORE_FLOATS : 0);\n",
+            TAIL_TRIGGER + "      T* tile = tiles + (it % STAGES) * TILE_ELEMS;\n"
+            "      float* partials = scores + (QK_AHEAD ? (it % 2) * SCORE_FLOATS : 0);\n",
+        ),
+    ],
+    "tailtrigws": [
+        LATE_TRIGGER,
+        (
+            "      T* tile = tiles + (it % STAGES) * TILE_ELEMS;\n"
+            "      float* partials = scores + (it % 2) * SCORE_FLOATS;\n",
+            TAIL_TRIGGER + "      T* tile = tiles + (it % STAGES) * TILE_ELEMS;\n"
+            "      float* partials = scores + (it % 2) * SCORE_FLOATS;\n",
+        ),
+        (
+            "      const int start = begin + it * BLOCK_N, next = it + STAGES - 1;\n",
+            TAIL_TRIGGER
+            + "      const int start = begin + it * BLOCK_N, next = it + STAGES - 1;\n",
+        ),
+    ],
     "tkcast": [
         (
             "  const float* k = buf + QK_FLOATS + pg * CHUNK_STRIDE;\n",
