@@ -41,7 +41,8 @@ def main() -> int:
     for name in args.cases:
         case_name, config = case_config(name, configs)
         case = grid[case_name]
-        family, side = family_of(case.spec), SIDES[family_of(case.spec).name]
+        family = family_of(case.spec)
+        side = SIDES[family.name]
         w = side.workload(case, device, 3)
         kernel = family.build(case.spec, config, "native")
         call_args = side.timed_args(w)
@@ -50,22 +51,17 @@ def main() -> int:
         runner = runner_module.runners._last[1]  # the runner that call made
         row = {"case": name, "config": config.short_name(), "splits": config.kv_splits}
 
-        def whole(k=kernel, a=call_args, o=out, s=lse):
+        def call(k=kernel, a=call_args, o=out, s=lse):
             return k(*a, out=o, lse=s)
 
         if runner._combine is None:
-            row["whole_us"] = timer.flushed(whole, reps=args.reps).median_us
+            row["whole_us"] = timer.flushed(call, reps=args.reps).median_us
         else:
-            for label in ("whole_us", "attention_us", "whole2_us", "attention2_us"):
-                runner.__dict__.pop("_send", None)  # the class's: both kernels (sparse)
-                if label.startswith("attention"):
-                    runner._send = runner._launch.launch
-                elif hasattr(runner, "_send_both"):
-                    runner._send = runner._send_both  # dense
-                row[label] = timer.flushed(whole, reps=args.reps).median_us
-            runner.__dict__.pop("_send", None)
-            if hasattr(runner, "_send_both"):
-                runner._send = runner._send_both
+            sends = {"whole": runner._send, "attention": runner._launch.launch}
+            for label in ("whole", "attention", "whole2", "attention2"):
+                runner._send = sends[label.rstrip("2")]
+                row[f"{label}_us"] = timer.flushed(call, reps=args.reps).median_us
+            runner._send = sends["whole"]
         print(json.dumps(row), flush=True)
     return 0
 

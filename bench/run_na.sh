@@ -15,16 +15,4 @@ for round in 1 2; do
     echo "dtype $dtype round $round exit $?"
   done
 done
-python3 - "$out" <<'P'
-import json, sys, glob
-out = sys.argv[1]
-rows = {}
-for f in sorted(glob.glob(f"{out}/dtype-*.jsonl")):
-    for line in open(f):
-        r = json.loads(line)
-        rows.setdefault(r["case"], {}).setdefault(r["dtype"], []).append(r.get("median_us"))
-print(f"{'case':28s} {'bf16 us':>16s} {'fp16 us':>16s}")
-for case, d in rows.items():
-    fmt = lambda v: " / ".join(f"{x:.1f}" if x else "-" for x in v)
-    print(f"{case:28s} {fmt(d.get('bfloat16', [])):>16s} {fmt(d.get('float16', [])):>16s}")
-P
+python3 bench/ab_table.py "$out"  # (the call ran an inline copy of this table; same figures)
