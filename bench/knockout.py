@@ -27,6 +27,14 @@ Knock-outs (join several with '+'):
   tailtrig, tailtrigws  pdl_combine: the trigger at the start of a block's last tile instead of
           after its partials (the row path's loop; tailtrigws: both roles' loops of a specialized
           block), so mla_combine's launch overlaps the last tile and the partials' stores
+  gridbar  (knock-in, results equal within rounding) the fused merge (pdl_combine=0) as a
+          barrier of the group's blocks (sense-reversing counter, no reset) and a static
+          piece per block, merged in one pass: assumes the group's blocks co-resident
+          (a cooperative launch would guarantee it); a stuck barrier gives up after 2^20
+          polls and leaves NaN
+  barrieronly  (with gridbar) the barrier and no merge after it
+  nobarrier  (with gridbar) the merge without waiting at the barrier (racy: timing only)
+  nostore  no split-KV partials written to the workspace (with nocomb: the main loop alone)
 The tiled float32 path (compute='tiled'):
   tkcast  q.K^T's K quads read by 4 distinct positions a warp, not 16 (1 shared-memory wavefront
           a load, not 2: the traffic of a 32 x 16 warp tile of scores)
@@ -161,6 +169,204 @@ def l2_lead_edits(ahead: int) -> list[tuple[str, str]]:
     ]
 
 
+GRID_BARRIER_HEAD = r"""
+// (knock-in gridbar) the group's blocks meet at a barrier, then each merges a static piece.
+#ifndef KGEN_TRACE
+#define KGEN_TRACE(k)
+#endif
+__device__ __forceinline__ void merge_add(float& m, float& l, float4& acc, float y,
+                                          const float4& v) {
+  if (y == -CUDART_INF_F) return;
+  if (y > m) {
+    const float a = exp2f(m - y);
+    acc = make_float4(acc.x * a, acc.y * a, acc.z * a, acc.w * a);
+    l *= a;
+    m = y;
+  }
+  const float w = exp2f(y - m);
+  acc = make_float4(fmaf(w, v.x, acc.x), fmaf(w, v.y, acc.y), fmaf(w, v.z, acc.z),
+                    fmaf(w, v.w, acc.w));
+  l += w;
+}
+
+template <int THREADS>
+__device__ void finish_split(const Params& p, int b, int num_splits, float* scratch) {
+  KGEN_TRACE(1);
+  unsigned* bar = reinterpret_cast<unsigned*>(group_counters(p, b));
+  volatile int* stuck_s = reinterpret_cast<volatile int*>(scratch + 6 * THREADS);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    const unsigned old = atomicAdd(bar, blockIdx.y == 0 ? 0x80000000u - (num_splits - 1) : 1u);
+    KGEN_TRACE(2);
+    int polls = 0;
+    while (((*reinterpret_cast<volatile unsigned*>(bar) ^ old) & 0x80000000u) == 0
+           && ++polls < (1 << 20)) {
+    }
+    *stuck_s = polls >= (1 << 20);
+    __threadfence();
+    KGEN_TRACE(3);
+  }
+  __syncthreads();
+  const bool stuck = *stuck_s;
+  constexpr int ALL = ROWS * QUADS;
+  const int per = (ALL + num_splits - 1) / num_splits;
+  const int first = blockIdx.y * per, n = min(per, ALL - first);
+  if (n <= 0) return;
+  const long long base = slot_row(p, b, 0, num_splits);
+"""
+
+SLICES_MERGE = r"""
+  // slices of an item in threads `lanes` apart, merged through shared memory
+  const int lanes = min(n, THREADS), slices = min(THREADS / lanes, num_splits);
+  const int lane = threadIdx.x % lanes, slice = threadIdx.x / lanes;
+  float4* acc_s = reinterpret_cast<float4*>(scratch);
+  float2* ml_s = reinterpret_cast<float2*>(scratch + 4 * THREADS);
+  for (int i0 = 0; i0 < n; i0 += lanes) {
+    const int item = first + i0 + lane;
+    const bool active = slice < slices && i0 + lane < n;
+    const int r = item / QUADS, d = item % QUADS * 4;
+    float m = -CUDART_INF_F, l = 0.f;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (active) {
+      for (int s0 = slice; s0 < num_splits; s0 += MERGE_LOADS * slices) {
+        float y[MERGE_LOADS];
+        float4 v[MERGE_LOADS];
+#pragma unroll
+        for (int c = 0; c < MERGE_LOADS; ++c) {
+          const int s = s0 + c * slices;
+          const long long slot = base + static_cast<long long>(s) * ROWS + r;
+          y[c] = s < num_splits ? __ldcg(p.ws_lse + slot) * LOG2E : -CUDART_INF_F;
+          const float4* src = reinterpret_cast<const float4*>(p.ws_o + slot * LATENT_DIM + d);
+          v[c] = s < num_splits ? __ldcg(src) : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int c = 0; c < MERGE_LOADS; ++c) merge_add(m, l, acc, y[c], v[c]);
+      }
+    }
+    KGEN_TRACE(4);
+    acc_s[threadIdx.x] = acc;
+    ml_s[threadIdx.x] = make_float2(m, l);
+    __syncthreads();
+    if (active && slice == 0) {
+      float am = -CUDART_INF_F, al = 0.f;
+      float4 aa = make_float4(0.f, 0.f, 0.f, 0.f);
+      for (int k = 0; k < slices; ++k) am = fmaxf(am, ml_s[lane + k * lanes].x);
+      for (int k = 0; k < slices; ++k) {
+        const float2 ml = ml_s[lane + k * lanes];
+        const float4 a = acc_s[lane + k * lanes];
+        const float w = ml.x == -CUDART_INF_F ? 0.f : exp2f(ml.x - am);
+        aa = make_float4(fmaf(w, a.x, aa.x), fmaf(w, a.y, aa.y), fmaf(w, a.z, aa.z),
+                         fmaf(w, a.w, aa.w));
+        al = fmaf(w, ml.y, al);
+      }
+      const bool seen = al > 0.f || al != al;
+      const float inv = stuck ? CUDART_NAN_F : seen ? 1.f / al : 0.f;
+      if (!RAGGED || row_real(r)) {
+        T* o = out_row(p, b, r) + d;
+        o[0] = kgen::from_float<T>(seen || stuck ? aa.x * inv : 0.f);
+        o[1] = kgen::from_float<T>(seen || stuck ? aa.y * inv : 0.f);
+        o[2] = kgen::from_float<T>(seen || stuck ? aa.z * inv : 0.f);
+        o[3] = kgen::from_float<T>(seen || stuck ? aa.w * inv : 0.f);
+        if (d == 0) *lse_at(p, b, r) = seen ? (am + log2f(al)) * LN2 : -CUDART_INF_F;
+      }
+    }
+    __syncthreads();
+  }
+  KGEN_TRACE(5);
+}
+
+template <int THREADS>
+__device__ void finish_split_unused("""
+
+SHUFFLE_MERGE = r"""
+  // an item's slices in neighbouring lanes (a power of two, at most 32), merged by shuffles
+  int sl = 32;
+  while (sl > 1 && (sl > num_splits || n * sl > THREADS)) sl /= 2;
+  const int per_round = THREADS / sl, slice = threadIdx.x % sl;
+  for (int i0 = 0; i0 < n; i0 += per_round) {
+    const int k = i0 + threadIdx.x / sl;
+    const bool active = k < n;
+    const int item = first + min(k, n - 1), r = item / QUADS, d = item % QUADS * 4;
+    float m = -CUDART_INF_F, l = 0.f;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (active) {
+      for (int s0 = slice; s0 < num_splits; s0 += MERGE_LOADS * sl) {
+        float y[MERGE_LOADS];
+        float4 v[MERGE_LOADS];
+#pragma unroll
+        for (int c = 0; c < MERGE_LOADS; ++c) {
+          const int s = s0 + c * sl;
+          const long long slot = base + static_cast<long long>(s) * ROWS + r;
+          y[c] = s < num_splits ? __ldcg(p.ws_lse + slot) * LOG2E : -CUDART_INF_F;
+          const float4* src = reinterpret_cast<const float4*>(p.ws_o + slot * LATENT_DIM + d);
+          v[c] = s < num_splits ? __ldcg(src) : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int c = 0; c < MERGE_LOADS; ++c) merge_add(m, l, acc, y[c], v[c]);
+      }
+    }
+    KGEN_TRACE(4);
+    for (int off = sl / 2; off > 0; off /= 2) {
+      const float m2 = __shfl_xor_sync(0xffffffffu, m, off);
+      const float l2 = __shfl_xor_sync(0xffffffffu, l, off);
+      float4 a2;
+      a2.x = __shfl_xor_sync(0xffffffffu, acc.x, off);
+      a2.y = __shfl_xor_sync(0xffffffffu, acc.y, off);
+      a2.z = __shfl_xor_sync(0xffffffffu, acc.z, off);
+      a2.w = __shfl_xor_sync(0xffffffffu, acc.w, off);
+      const float mm = fmaxf(m, m2);
+      const float wa = m == -CUDART_INF_F ? 0.f : exp2f(m - mm);
+      const float wb = m2 == -CUDART_INF_F ? 0.f : exp2f(m2 - mm);
+      acc = make_float4(fmaf(wa, acc.x, wb * a2.x), fmaf(wa, acc.y, wb * a2.y),
+                        fmaf(wa, acc.z, wb * a2.z), fmaf(wa, acc.w, wb * a2.w));
+      l = fmaf(wa, l, wb * l2);
+      m = mm;
+    }
+    if (active && slice == 0 && (!RAGGED || row_real(r))) {
+      const bool seen = l > 0.f || l != l;
+      const float inv = stuck ? CUDART_NAN_F : seen ? 1.f / l : 0.f;
+      T* o = out_row(p, b, r) + d;
+      o[0] = kgen::from_float<T>(seen || stuck ? acc.x * inv : 0.f);
+      o[1] = kgen::from_float<T>(seen || stuck ? acc.y * inv : 0.f);
+      o[2] = kgen::from_float<T>(seen || stuck ? acc.z * inv : 0.f);
+      o[3] = kgen::from_float<T>(seen || stuck ? acc.w * inv : 0.f);
+      if (d == 0) *lse_at(p, b, r) = seen ? (m + log2f(l)) * LN2 : -CUDART_INF_F;
+    }
+  }
+  KGEN_TRACE(5);
+}
+
+template <int THREADS>
+__device__ void finish_split_unused("""
+
+TWICE_ANCHOR = (
+    "    if (active) {\n      for (int s0 = slice; s0 < num_splits; s0 += MERGE_LOADS * slices) {\n"
+)
+TRACE_POINTS = 7  # kernel entry, merge entry, arrival counted, barrier passed, loads done, end,
+# (twice) the first pass of loads done
+TRACE = r"""
+// (knock-in trace) per block: globaltimer and clock64 at each point of the fused merge
+extern "C" {
+__device__ unsigned long long kgen_trace[8192][2 * TRACE_POINTS];
+}
+#define KGEN_TRACE(k) do { if (threadIdx.x == 0) { \
+  unsigned long long g; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g)); \
+  const int id = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x; \
+  kgen_trace[id][2 * (k)] = g; kgen_trace[id][2 * (k) + 1] = clock64(); } } while (0)
+""".replace("TRACE_POINTS", str(TRACE_POINTS))
+NOTE_STARTED = "  if (!PDL_COMBINE && num_splits > 1) note_started(p, b);\n"
+GRIDBAR_COMMENT = "// (knock-in gridbar) the group's blocks meet"
+STUCK = "  const bool stuck = *stuck_s;\n"
+
+
+def gridbar_edits(merge: str) -> list[tuple[str, str]]:
+    return [
+        ("template <int THREADS>\n__device__ void finish_split(", GRID_BARRIER_HEAD + merge),
+        ("  if (threadIdx.x == 0) atomicAdd(group_counters(p, b) + STARTED, 1);\n", ""),
+    ]
+
+
 EDITS = {
     "nocopy": [
         (
@@ -241,6 +447,44 @@ EDITS = {
             "",
         ),
     ],
+    "gridbar": gridbar_edits(SLICES_MERGE),
+    "gridbarsh": gridbar_edits(SHUFFLE_MERGE),
+    "trace": [
+        (GRIDBAR_COMMENT, TRACE + GRIDBAR_COMMENT),
+        (NOTE_STARTED, NOTE_STARTED + "  KGEN_TRACE(0);\n"),
+    ],
+    "twice": [
+        (
+            TWICE_ANCHOR,
+            "    if (active) {\n"
+            "      float sum = 0.f;\n"
+            "      for (int s0 = slice; s0 < num_splits; s0 += MERGE_LOADS * slices) {\n"
+            "        float4 v[MERGE_LOADS];\n"
+            "#pragma unroll\n"
+            "        for (int c = 0; c < MERGE_LOADS; ++c) {\n"
+            "          const int s = s0 + c * slices;\n"
+            "          const long long slot = base + static_cast<long long>(s) * ROWS + r;\n"
+            "          const float4* src =\n"
+            "              reinterpret_cast<const float4*>(p.ws_o + slot * LATENT_DIM + d);\n"
+            "          v[c] = s < num_splits ? __ldcg(src) : make_float4(0.f, 0.f, 0.f, 0.f);\n"
+            "        }\n"
+            "#pragma unroll\n"
+            "        for (int c = 0; c < MERGE_LOADS; ++c) sum += v[c].x;\n"
+            "      }\n"
+            "      if (sum == 12345.f) acc.y = 1.f;\n"
+            "    }\n"
+            "    KGEN_TRACE(6);\n" + TWICE_ANCHOR,
+        )
+    ],
+    "barrieronly": [(STUCK, STUCK + "  if (!stuck) return;\n")],
+    "nobarrier": [("           && ++polls < (1 << 20)) {", "           && false) {")],
+    "nostore": [
+        (
+            "      *reinterpret_cast<float2*>(p.ws_o + (slot + r) * LATENT_DIM + d) = "
+            "make_float2(x, y);\n",
+            "      (void)x, (void)y;\n",
+        ),
+    ],
     "nocomb": [
         ("    finish_split<NUM_THREADS>(p, b, num_splits, reinterpret_cast<float*>(smem));\n", ""),
     ],
@@ -316,6 +560,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="also print the largest difference from the unedited kernel's out and lse (for "
+        "knock-ins, whose results should not change)",
+    )
     args = parser.parse_args()
     grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
     configs = shipped_configs()
@@ -336,7 +586,16 @@ def main() -> int:
         regs = next(iter(kernel.binary.usage.values())).registers
         args_ = w.packed_args()  # a tree mask packed once, as the sweep times it
         us = timer.flushed(lambda: kernel(*args_, out=out, lse=lse), args.reps).median_us  # noqa: B023
-        print(f"{name:60} {'+'.join(knockouts) or 'base':24} {regs:4d} {us:8.1f}", flush=True)
+        diff = ""
+        if args.check:  # after the timed launches: a launch that left state behind shows here
+            out, lse = w.poisoned_outputs()
+            kernel(*w.args(), out=out, lse=lse)
+            want_out, want_lse = w.poisoned_outputs()
+            build(case.spec, config, "native")(*w.args(), out=want_out, lse=want_lse)
+            d_out = (out.float() - want_out.float()).abs().nan_to_num(float("inf")).max().item()
+            d_lse = (lse - want_lse).abs().nan_to_num(float("inf")).max().item()
+            diff = f"  max|d out| {d_out:.3g} max|d lse| {d_lse:.3g}"
+        print(f"{name:60} {'+'.join(knockouts) or 'base':24} {regs:4d} {us:8.1f}{diff}", flush=True)
     return 0
 
 
