@@ -27,13 +27,17 @@ Knock-outs (join several with '+'):
   tailtrig, tailtrigws  pdl_combine: the trigger at the start of a block's last tile instead of
           after its partials (the row path's loop; tailtrigws: both roles' loops of a specialized
           block), so mla_combine's launch overlaps the last tile and the partials' stores
-  gridbar  (knock-in, results equal within rounding) the fused merge (pdl_combine=0) as a
-          barrier of the group's blocks (sense-reversing counter, no reset) and a static
-          piece per block, merged in one pass: assumes the group's blocks co-resident
-          (a cooperative launch would guarantee it); a stuck barrier gives up after 2^20
-          polls and leaves NaN
-  barrieronly  (with gridbar) the barrier and no merge after it
-  nobarrier  (with gridbar) the merge without waiting at the barrier (racy: timing only)
+  gridbar, gridbarsh  (knock-ins, results equal within rounding) the fused merge
+          (pdl_combine=0) as a barrier of the group's blocks (sense-reversing counter, no
+          reset) and a static piece per block, merged in one pass, its slices summed through
+          shared memory (gridbarsh: by shuffles inside a warp): assumes the group's blocks
+          co-resident (a cooperative launch would guarantee it); a stuck barrier gives up after
+          2^20 polls and leaves NaN
+  barrieronly  (after gridbar) the barrier and no merge after it
+  nobarrier  (after gridbar) the merge without waiting at the barrier (racy: timing only)
+  twice  (after gridbar) the merge's float4 loads done twice, the first pass apart
+  trace  (after gridbar or gridbarsh; for bench/merge_trace.py) thread 0 of each block records
+          %globaltimer and clock64 at the kernel's entry and at the merge's steps
   nostore  no split-KV partials written to the workspace (with nocomb: the main loop alone)
 The tiled float32 path (compute='tiled'):
   tkcast  q.K^T's K quads read by 4 distinct positions a warp, not 16 (1 shared-memory wavefront
@@ -366,6 +370,9 @@ def gridbar_edits(merge: str) -> list[tuple[str, str]]:
         ("  if (threadIdx.x == 0) atomicAdd(group_counters(p, b) + STARTED, 1);\n", ""),
     ]
 
+
+# Knock-ins that edit another's code, and the one they apply after (CASE@gridbar+trace)
+AFTER = {"barrieronly": "gridbar", "nobarrier": "gridbar", "twice": "gridbar", "trace": "gridbar"}
 
 EDITS = {
     "nocopy": [

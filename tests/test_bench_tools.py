@@ -44,11 +44,18 @@ def test_every_knockout_applies_to_a_shipped_config(knockout):
     assert len(programs) >= 10
     for name, edits in knockout.EDITS.items():
         assert all(anchor != new for anchor, new in edits), f"{name}: an edit changes nothing"
-        fits = [c for c, (*_, src) in programs.items() if all(a in src for a, _ in edits)]
+        # a knock-in that edits another's code (knockout.AFTER) is applied after it
+        names = [knockout.AFTER[name], name] if name in knockout.AFTER else [name]
+        sources = {
+            c: knockout.edited(names[:-1])(spec, config, layout).source if names[:-1] else src
+            for c, (spec, config, layout, src) in programs.items()
+        }
+        fits = [c for c, src in sources.items() if all(a in src for a, _ in edits)]
         assert fits, f"knock-out {name!r}: some anchor is in no shipped config's source"
-        spec, config, layout, source = programs[fits[0]]
-        program = knockout.edited([name])(spec, config, layout)  # asserts every anchor is found
-        assert program.source != source and program.name.endswith(f"_ko_{name}")
+        spec, config, layout, _ = programs[fits[0]]
+        program = knockout.edited(names)(spec, config, layout)  # asserts every anchor is found
+        assert program.source != sources[fits[0]]
+        assert program.name.endswith("_ko_" + "_".join(names))
 
 
 def test_the_docstring_lists_every_knockout(knockout):
