@@ -38,6 +38,8 @@ Knock-outs (join several with '+'):
   twice  (after gridbar) the merge's float4 loads done twice, the first pass apart
   trace  (after gridbar or gridbarsh; for bench/merge_trace.py) thread 0 of each block records
           %globaltimer and clock64 at the kernel's entry and at the merge's steps
+  novalid  (results unchanged for valid inputs) no check of the split's page ids before its
+          first copies (split_range's block-table loop; its barrier stays)
   nostore  no split-KV partials written to the workspace (with nocomb: the main loop alone)
 The tiled float32 path (compute='tiled'):
   tkcast  q.K^T's K quads read by 4 distinct positions a warp, not 16 (1 shared-memory wavefront
@@ -485,6 +487,12 @@ EDITS = {
     ],
     "barrieronly": [(STUCK, STUCK + "  if (!stuck) return;\n")],
     "nobarrier": [("           && ++polls < (1 << 20)) {", "           && false) {")],
+    "novalid": [
+        (
+            "  bool bad_page = false;\n  if (begin < end) {\n",
+            "  bool bad_page = false;\n  if (false) {\n",
+        )
+    ],
     "nostore": [
         (
             "      *reinterpret_cast<float2*>(p.ws_o + (slot + r) * LATENT_DIM + d) = "
