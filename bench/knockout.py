@@ -222,25 +222,23 @@ __device__ void finish_split(const Params& p, int b, int num_splits, float* scra
   const long long base = slot_row(p, b, 0, num_splits);
 """
 
-SLICES_MERGE = r"""
-  // slices of an item in threads `lanes` apart, merged through shared memory
-  const int lanes = min(n, THREADS), slices = min(THREADS / lanes, num_splits);
-  const int lane = threadIdx.x % lanes, slice = threadIdx.x / lanes;
-  float4* acc_s = reinterpret_cast<float4*>(scratch);
-  float2* ml_s = reinterpret_cast<float2*>(scratch + 4 * THREADS);
-  for (int i0 = 0; i0 < n; i0 += lanes) {
-    const int item = first + i0 + lane;
-    const bool active = slice < slices && i0 + lane < n;
-    const int r = item / QUADS, d = item % QUADS * 4;
+
+def merge_loads(step: str) -> str:
+    """The prototypes' merge loop of one item: slot slice, slice + step, ..., MERGE_LOADS loads in
+    flight, each taken in by merge_add (gridbar: step `slices`; gridbarsh: `sl`)."""
+    return MERGE_LOADS_TEXT.strip("\n").replace("STEP", step)
+
+
+MERGE_LOADS_TEXT = r"""
     float m = -CUDART_INF_F, l = 0.f;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     if (active) {
-      for (int s0 = slice; s0 < num_splits; s0 += MERGE_LOADS * slices) {
+      for (int s0 = slice; s0 < num_splits; s0 += MERGE_LOADS * STEP) {
         float y[MERGE_LOADS];
         float4 v[MERGE_LOADS];
 #pragma unroll
         for (int c = 0; c < MERGE_LOADS; ++c) {
-          const int s = s0 + c * slices;
+          const int s = s0 + c * STEP;
           const long long slot = base + static_cast<long long>(s) * ROWS + r;
           y[c] = s < num_splits ? __ldcg(p.ws_lse + slot) * LOG2E : -CUDART_INF_F;
           const float4* src = reinterpret_cast<const float4*>(p.ws_o + slot * LATENT_DIM + d);
@@ -251,6 +249,23 @@ SLICES_MERGE = r"""
       }
     }
     KGEN_TRACE(4);
+"""
+
+
+SLICES_MERGE = (
+    r"""
+  // slices of an item in threads `lanes` apart, merged through shared memory
+  const int lanes = min(n, THREADS), slices = min(THREADS / lanes, num_splits);
+  const int lane = threadIdx.x % lanes, slice = threadIdx.x / lanes;
+  float4* acc_s = reinterpret_cast<float4*>(scratch);
+  float2* ml_s = reinterpret_cast<float2*>(scratch + 4 * THREADS);
+  for (int i0 = 0; i0 < n; i0 += lanes) {
+    const int item = first + i0 + lane;
+    const bool active = slice < slices && i0 + lane < n;
+    const int r = item / QUADS, d = item % QUADS * 4;
+"""
+    + merge_loads("slices")
+    + r"""
     acc_s[threadIdx.x] = acc;
     ml_s[threadIdx.x] = make_float2(m, l);
     __syncthreads();
@@ -284,8 +299,10 @@ SLICES_MERGE = r"""
 
 template <int THREADS>
 __device__ void finish_split_unused("""
+)
 
-SHUFFLE_MERGE = r"""
+SHUFFLE_MERGE = (
+    r"""
   // an item's slices in neighbouring lanes (a power of two, at most 32), merged by shuffles
   int sl = 32;
   while (sl > 1 && (sl > num_splits || n * sl > THREADS)) sl /= 2;
@@ -294,25 +311,9 @@ SHUFFLE_MERGE = r"""
     const int k = i0 + threadIdx.x / sl;
     const bool active = k < n;
     const int item = first + min(k, n - 1), r = item / QUADS, d = item % QUADS * 4;
-    float m = -CUDART_INF_F, l = 0.f;
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (active) {
-      for (int s0 = slice; s0 < num_splits; s0 += MERGE_LOADS * sl) {
-        float y[MERGE_LOADS];
-        float4 v[MERGE_LOADS];
-#pragma unroll
-        for (int c = 0; c < MERGE_LOADS; ++c) {
-          const int s = s0 + c * sl;
-          const long long slot = base + static_cast<long long>(s) * ROWS + r;
-          y[c] = s < num_splits ? __ldcg(p.ws_lse + slot) * LOG2E : -CUDART_INF_F;
-          const float4* src = reinterpret_cast<const float4*>(p.ws_o + slot * LATENT_DIM + d);
-          v[c] = s < num_splits ? __ldcg(src) : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-#pragma unroll
-        for (int c = 0; c < MERGE_LOADS; ++c) merge_add(m, l, acc, y[c], v[c]);
-      }
-    }
-    KGEN_TRACE(4);
+"""
+    + merge_loads("sl")
+    + r"""
     for (int off = sl / 2; off > 0; off /= 2) {
       const float m2 = __shfl_xor_sync(0xffffffffu, m, off);
       const float l2 = __shfl_xor_sync(0xffffffffu, l, off);
@@ -345,6 +346,7 @@ SHUFFLE_MERGE = r"""
 
 template <int THREADS>
 __device__ void finish_split_unused("""
+)
 
 TWICE_ANCHOR = (
     "    if (active) {\n      for (int s0 = slice; s0 < num_splits; s0 += MERGE_LOADS * slices) {\n"

@@ -28,16 +28,19 @@ from kgen.device import check  # noqa: E402
 from kgen.launch import load_module  # noqa: E402
 from kgen.mla.workload import make_workload  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
-from kgen.tune.timing import HOST_COVER_CYCLES, Timer  # noqa: E402
+from kgen.tune.timing import Timer  # noqa: E402
 
 
 def one_launch(kernel, w, timer, dptr, nbytes, blocks):
+    """One launch (timed as the sweep times it, or with timer None straight after the last) and
+    its trace."""
     out, lse = w.poisoned_outputs()
     args = w.packed_args()
     check(driver.cuMemsetD8(dptr, 0, nbytes), "cuMemsetD8")
-    timer._flush()
-    torch.cuda._sleep(HOST_COVER_CYCLES)
-    kernel(*args, out=out, lse=lse)
+    if timer is None:
+        kernel(*args, out=out, lse=lse)
+    else:
+        timer.flushed(lambda: kernel(*args, out=out, lse=lse), reps=1, warmup=0)
     torch.cuda.synchronize()
     host = np.zeros(nbytes // 8, dtype=np.uint64)
     check(driver.cuMemcpyDtoH(host.ctypes.data, dptr, nbytes), "cuMemcpyDtoH")
@@ -88,16 +91,14 @@ def main() -> int:
     args = parser.parse_args()
     grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
     configs = shipped_configs()
-    timer = Timer(torch.device("cuda"), "write" if args.flush == "none" else args.flush)
-    if args.flush == "none":
-        timer._flush = lambda: None
+    timer = None if args.flush == "none" else Timer(torch.device("cuda"), args.flush)
     for run in args.runs:
         name, knockouts, case, config = parse(run, configs, grid)
         assert "trace" in knockouts, f"{run}: needs the trace knock-in"
         kernel = build_knocked(case.spec, config, knockouts)
+        w = make_workload(case.spec, case.seq_lens, seed=1)  # (torch's context current from here)
         library = load_module(kernel.binary).library
         dptr, nbytes = check(driver.cuLibraryGetGlobal(library, b"kgen_trace"), "kgen_trace")
-        w = make_workload(case.spec, case.seq_lens, seed=1)
         groups = -(-case.spec.heads // config.heads_per_block)
         blocks = groups * config.kv_splits * w.batch
         one_launch(kernel, w, timer, dptr, nbytes, blocks)
