@@ -41,6 +41,10 @@ Knock-outs (join several with '+'):
   novalid  (results unchanged for valid inputs) no check of the split's page ids before its
           first copies (split_range's block-table loop; its barrier stays)
   nostore  no split-KV partials written to the workspace (with nocomb: the main loop alone)
+  pipe  (knock-in, results equal within rounding; qk_ahead=1, split_softmax=1, mask none, at
+          least 4 stages, row path) one barrier an iteration over three tiles at once: q.K^T of
+          tile i + 1, the split softmax of tile i and P.V of tile i - 1 in one straight-line
+          body; partials, P and rescale factors double-buffered (the layout model patched to match)
 The tiled float32 path (compute='tiled'):
   tkcast  q.K^T's K quads read by 4 distinct positions a warp, not 16 (1 shared-memory wavefront
           a load, not 2: the traffic of a 32 x 16 warp tile of scores)
@@ -67,6 +71,7 @@ import torch  # noqa: E402
 from time_shipped import case_config, shipped_configs  # noqa: E402
 
 import kgen.mla.kernel as kernel_module  # noqa: E402
+import kgen.mla.mma_layout as mma_layout  # noqa: E402
 from kgen.mla import build  # noqa: E402
 from kgen.mla.workload import make_workload  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
@@ -173,6 +178,88 @@ def l2_lead_edits(ahead: int) -> list[tuple[str, str]]:
         ),
         (loop, loop + lead),
     ]
+
+
+KERNEL_CUH = (Path(__file__).resolve().parent.parent / "templates/mla/mma/kernel.cuh").read_text()
+# The row path's prologue and tile loops, replaced whole by the pipe knock-in
+PIPE_REGION = KERNEL_CUH[
+    KERNEL_CUH.index("  {\n    int first[STAGES - 1];") : KERNEL_CUH.index(
+        "  tiles_loop(Flag<false>(), draft_tiles, num_tiles);\n"
+    )
+    + len("  tiles_loop(Flag<false>(), draft_tiles, num_tiles);\n")
+]
+PIPE_LOOP = r"""
+  // (knock-in pipe) three tiles in flight through one barrier an iteration: q.K^T of tile
+  // it + 1 (A), the split softmax of tile it (B) and P.V of tile it - 1 (C), straight-line code
+  // with no dependence between them; partials, P and the rescale factors double-buffered.
+  static_assert(QK_AHEAD && SPLIT_SOFTMAX && !SPECIALIZE && MASK_KIND == MASK_NONE && STAGES >= 4,
+                "pipe: qk_ahead, split_softmax, mask none, at least 4 stages");
+  constexpr int P_BUF = M_TILES * 16 * P_STRIDE;  // 16-bit elements
+  constexpr int ALPHA_BUF = 2 * M_TILES * 16;      // the second factors after l
+  {
+    int first[STAGES - 2];
+#pragma unroll
+    for (int s = 0; s < STAGES - 2; ++s) first[s] = fetch_page(p, b, tile_start(s), end);
+#pragma unroll
+    for (int s = 0; s < STAGES - 2; ++s) {
+      if (s < num_tiles) TileCopy(p, tile_start(s), end, first[s], tiles + s * TILE_ELEMS).all();
+      kgen::cp_async_commit();
+    }
+  }
+  int page = fetch_page(p, b, tile_start(STAGES - 2), end);
+  bool rose = false;
+  // One iteration: ab = A and B, c = C (compile-time flags)
+  auto iteration = [&](auto ab, auto c, int it) {
+    kgen::cp_async_wait<STAGES - 4>();
+    // tile it + 1 landed; partials of tile it whole; P of it - 1 whole; tile it - 2's buffer free
+    const bool rose_prev = __syncthreads_or(rose);
+    // C's rescale first: the rest of the body is then one basic block (C, A, then B's sums)
+    if (decltype(c)::value && rose_prev) rescale_rows(alpha_s + ((it - 1) % 2) * ALPHA_BUF, o, ln);
+    const int next = it + STAGES - 2;
+    T* to = tiles + (next % STAGES) * TILE_ELEMS;
+    const TileCopy copy =
+        next < num_tiles ? TileCopy(p, tile_start(next), end, page, to) : TileCopy();
+    copy.all();
+    kgen::cp_async_commit();
+    page = fetch_page(p, b, tile_start(next + 1), end);
+    if constexpr (decltype(c)::value) {
+      pv_tile(tiles + ((it - 1) % STAGES) * TILE_ELEMS, p_h + ((it - 1) % 2) * P_BUF, o, ln);
+    }
+    if constexpr (decltype(ab)::value) {
+      // past the last tile, A reads a consumed buffer into partials no one reads
+      float* ahead = scores + ((it + 1) % 2) * SCORE_FLOATS;
+      qk_partials(tiles + ((it + 1) % STAGES) * TILE_ELEMS, qf, q_s, ahead, TileCopy(), ln);
+      const int start = tile_start(it), count = min(BLOCK_N, end - start);
+      rose = softmax_slice<false>(p, scores + (it % 2) * SCORE_FLOATS, start, count, prefix, sl,
+                                  p_h + (it % 2) * P_BUF, alpha_s + (it % 2) * ALPHA_BUF, ln);
+    }
+  };
+  if (num_tiles > 0) {
+    kgen::cp_async_wait<STAGES - 3>();
+    __syncthreads();  // tile 0 landed
+    qk_partials(tiles, qf, q_s, scores, TileCopy(), ln);
+    iteration(Flag<true>(), Flag<false>(), 0);
+    for (int it = 1; it < num_tiles; ++it) iteration(Flag<true>(), Flag<true>(), it);
+    iteration(Flag<false>(), Flag<true>(), num_tiles);
+  }
+"""
+
+PIPE_SMEM = [
+    (
+        "constexpr int P_BYTES = SPLIT_SOFTMAX ? M_TILES * 16 * P_STRIDE * 2 : 0;\n",
+        "constexpr int P_BYTES = SPLIT_SOFTMAX ? 2 * M_TILES * 16 * P_STRIDE * 2 : 0;  // pipe\n",
+    ),
+    (
+        "(SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);\n",
+        "(SPLIT_SOFTMAX ? 3 * M_TILES * 16 * 4 : 0);  // pipe: a second set of factors\n",
+    ),
+]
+
+
+def pipe_softmax_smem(m_tiles: int, block_n: int) -> int:
+    """The pipe knock-in's split-softmax shared memory: two P buffers, two sets of rescale
+    factors and l (kgen.mla.layout.split_softmax_smem's, doubled where the loop needs it)."""
+    return m_tiles * 16 * ((block_n + 8) * 2 * 2 + 3 * 4)
 
 
 GRID_BARRIER_HEAD = r"""
@@ -528,6 +615,7 @@ EDITS = {
     "pfl2x8": l2_lead_edits(8),
     "evict1st": [evict_edit("evict_first")],
     "evictlast": [evict_edit("evict_last")],
+    "pipe": [(PIPE_REGION, PIPE_LOOP), *PIPE_SMEM],
 }
 
 _render = kernel_module.mla_program
@@ -551,10 +639,14 @@ def edited(knockouts: list[str]):
 def build_knocked(spec, config, knockouts: list[str]):
     kernel_module._build.cache_clear()
     kernel_module.mla_program = edited(knockouts)
+    smem = mma_layout.split_softmax_smem
+    if "pipe" in knockouts:  # the layout model's shared memory as the edited kernel's
+        mma_layout.split_softmax_smem = pipe_softmax_smem
     try:
         return build(spec, config, "native")
     finally:
         kernel_module.mla_program = _render
+        mma_layout.split_softmax_smem = smem
         kernel_module._build.cache_clear()
 
 
