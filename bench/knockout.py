@@ -45,6 +45,7 @@ Knock-outs (join several with '+'):
           least 4 stages, row path) one barrier an iteration over three tiles at once: q.K^T of
           tile i + 1, the split softmax of tile i and P.V of tile i - 1 in one straight-line
           body; partials, P and rescale factors double-buffered (the layout model patched to match)
+  pipeb  (knock-in) pipe with the softmax of tile i first in the body, before the MMAs
 The tiled float32 path (compute='tiled'):
   tkcast  q.K^T's K quads read by 4 distinct positions a warp, not 16 (1 shared-memory wavefront
           a load, not 2: the traffic of a 32 x 16 warp tile of scores)
@@ -188,7 +189,7 @@ PIPE_REGION = KERNEL_CUH[
     )
     + len("  tiles_loop(Flag<false>(), draft_tiles, num_tiles);\n")
 ]
-PIPE_LOOP = r"""
+PIPE_TEXT = r"""
   // (knock-in pipe) three tiles in flight through one barrier an iteration: q.K^T of tile
   // it + 1 (A), the split softmax of tile it (B) and P.V of tile it - 1 (C), straight-line code
   // with no dependence between them; partials, P and the rescale factors double-buffered.
@@ -222,6 +223,7 @@ PIPE_LOOP = r"""
     copy.all();
     kgen::cp_async_commit();
     page = fetch_page(p, b, tile_start(next + 1), end);
+//B_EARLY
     if constexpr (decltype(c)::value) {
       pv_tile(tiles + ((it - 1) % STAGES) * TILE_ELEMS, p_h + ((it - 1) % 2) * P_BUF, o, ln);
     }
@@ -229,10 +231,8 @@ PIPE_LOOP = r"""
       // past the last tile, A reads a consumed buffer into partials no one reads
       float* ahead = scores + ((it + 1) % 2) * SCORE_FLOATS;
       qk_partials(tiles + ((it + 1) % STAGES) * TILE_ELEMS, qf, q_s, ahead, TileCopy(), ln);
-      const int start = tile_start(it), count = min(BLOCK_N, end - start);
-      rose = softmax_slice<false>(p, scores + (it % 2) * SCORE_FLOATS, start, count, prefix, sl,
-                                  p_h + (it % 2) * P_BUF, alpha_s + (it % 2) * ALPHA_BUF, ln);
     }
+//B_LATE
   };
   if (num_tiles > 0) {
     kgen::cp_async_wait<STAGES - 3>();
@@ -243,6 +243,20 @@ PIPE_LOOP = r"""
     iteration(Flag<false>(), Flag<true>(), num_tiles);
   }
 """
+
+PIPE_B = """    if constexpr (decltype(ab)::value) {
+      const int start = tile_start(it), count = min(BLOCK_N, end - start);
+      rose = softmax_slice<false>(p, scores + (it % 2) * SCORE_FLOATS, start, count, prefix, sl,
+                                  p_h + (it % 2) * P_BUF, alpha_s + (it % 2) * ALPHA_BUF, ln);
+    }
+"""
+
+
+def pipe_loop(b_first: bool) -> str:
+    """The pipe loop with B (the softmax) after C and A (pipe) or before them (pipeb)."""
+    early, late = ("//B_EARLY\n", "//B_LATE\n") if b_first else ("//B_LATE\n", "//B_EARLY\n")
+    return PIPE_TEXT.replace(early, PIPE_B).replace(late, "")
+
 
 PIPE_SMEM = [
     (
@@ -615,7 +629,8 @@ EDITS = {
     "pfl2x8": l2_lead_edits(8),
     "evict1st": [evict_edit("evict_first")],
     "evictlast": [evict_edit("evict_last")],
-    "pipe": [(PIPE_REGION, PIPE_LOOP), *PIPE_SMEM],
+    "pipe": [(PIPE_REGION, pipe_loop(False)), *PIPE_SMEM],
+    "pipeb": [(PIPE_REGION, pipe_loop(True)), *PIPE_SMEM],
 }
 
 _render = kernel_module.mla_program
@@ -640,7 +655,9 @@ def build_knocked(spec, config, knockouts: list[str]):
     kernel_module._build.cache_clear()
     kernel_module.mla_program = edited(knockouts)
     smem = mma_layout.split_softmax_smem
-    if "pipe" in knockouts:  # the layout model's shared memory as the edited kernel's
+    if {"pipe", "pipeb"} & set(
+        knockouts
+    ):  # the layout model's shared memory as the edited kernel's
         mma_layout.split_softmax_smem = pipe_softmax_smem
     try:
         return build(spec, config, "native")

@@ -13,6 +13,7 @@ for round in 1 2; do
   runs="$runs kimi-tp1-batch:$q@pipe kimi-tp1-batch:qk_ahead=1,smem_stages=5,kv_splits=4@pipe"
   runs="$runs dsv3-tp1-batch dsv3-tp1-batch:$q,kv_splits=4 dsv3-tp1-batch:$q,kv_splits=4@pipe"
   runs="$runs dsv3-tp1-batch:qk_ahead=1,smem_stages=5,kv_splits=4@pipe"
+  runs="$runs kimi-tp1-batch:$q,kv_splits=4@pipeb dsv3-tp1-batch:$q,kv_splits=4@pipeb"
   runs="$runs kimi-tp1-decode-64k kimi-tp1-decode-64k:$q,kv_splits=66"
   runs="$runs kimi-tp1-decode-64k:$q,kv_splits=66@pipe kimi-tp1-decode-64k:$q@pipe"
   w4="specialize=0,num_warps=4,min_blocks=0"
