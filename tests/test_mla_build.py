@@ -263,9 +263,9 @@ def test_combine_shape_fits_the_merge_kernel(batch, head_groups, rows, latent_di
     per_block = quads // chunks
     assert block[0] % per_block == 0 and block[1:] == (1, 1)
     slices = block[0] // per_block
-    assert slices & (slices - 1) == 0 and slices <= 16
+    assert slices & (slices - 1) == 0 and slices <= workspace.MAX_COMBINE_SLICES
     assert block[0] <= workspace.COMBINE_THREADS
-    assert slices * workspace.COMBINE_LOADS >= splits or slices == 16
+    assert slices * workspace.COMBINE_LOADS >= splits or slices == workspace.MAX_COMBINE_SLICES
 
 
 def test_readme_mma_example_builds_for_sm120():

@@ -52,6 +52,9 @@ COMBINE_LOADS = 8
 COMBINE_THREADS = 512
 COMBINE_BLOCKS = 256  # about two blocks per SM of an H200, to spread the merge's L2 reads
 MIN_COMBINE_THREADS = 32  # a block is at least a warp
+# slices of a row's slots at most: 32 x COMBINE_LOADS = 256 splits in one round of loads (16 left
+# 132 splits, one per H200 SM, to two rounds)
+MAX_COMBINE_SLICES = 32
 
 
 def combine_shape(
@@ -63,7 +66,7 @@ def combine_shape(
     from this shape, so it is the one place that chooses them."""
     quads = latent_dim // 4  # float4 columns of a row
     slices = 1
-    while slices < 16 and slices * COMBINE_LOADS < splits:
+    while slices < MAX_COMBINE_SLICES and slices * COMBINE_LOADS < splits:
         slices *= 2
     chunks = 1
     while quads % (2 * chunks) == 0 and (
