@@ -181,14 +181,18 @@ def l2_lead_edits(ahead: int) -> list[tuple[str, str]]:
     ]
 
 
-KERNEL_CUH = (Path(__file__).resolve().parent.parent / "templates/mla/mma/kernel.cuh").read_text()
-# The row path's prologue and tile loops, replaced whole by the pipe knock-in
-PIPE_REGION = KERNEL_CUH[
-    KERNEL_CUH.index("  {\n    int first[STAGES - 1];") : KERNEL_CUH.index(
-        "  tiles_loop(Flag<false>(), draft_tiles, num_tiles);\n"
-    )
-    + len("  tiles_loop(Flag<false>(), draft_tiles, num_tiles);\n")
-]
+def text_span(text: str, first: str, last: str) -> str:
+    """The part of `text` from the line(s) `first` through the line(s) `last`."""
+    start = text.index(first)
+    return text[start : text.index(last, start) + len(last)]
+
+
+# The row path's prologue and tile loops (templates/mla/mma/kernel.cuh), replaced whole by pipe
+PIPE_REGION = text_span(
+    (Path(__file__).resolve().parent.parent / "templates/mla/mma/kernel.cuh").read_text(),
+    "  {\n    int first[STAGES - 1];",
+    "  tiles_loop(Flag<false>(), draft_tiles, num_tiles);\n",
+)
 PIPE_TEXT = r"""
   // (knock-in pipe) three tiles in flight through one barrier an iteration: q.K^T of tile
   // it + 1 (A), the split softmax of tile it (B) and P.V of tile it - 1 (C), straight-line code
