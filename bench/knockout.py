@@ -41,6 +41,10 @@ Knock-outs (join several with '+'):
   novalid  (results unchanged for valid inputs) no check of the split's page ids before its
           first copies (split_range's block-table loop; its barrier stays)
   nostore  no split-KV partials written to the workspace (with nocomb: the main loop alone)
+  noldk  (row path) q.K^T's K fragments loaded once a tile (k step 0, first n16 pair) and zeros
+          after: the MMAs all run, ~1/18 of the K ldmatrix traffic is left
+  noldv  (row path) P.V's V fragments loaded for the first n16 pair of each k step only, zeros
+          after: the MMAs all run, 1/8 of the V ldmatrix.trans traffic is left
   pipe  (knock-in, results equal within rounding; qk_ahead=1, split_softmax=1, mask none, at
           least 4 stages, row path) one barrier an iteration over three tiles at once: q.K^T of
           tile i + 1, the split softmax of tile i and P.V of tile i - 1 in one straight-line
@@ -628,6 +632,19 @@ EDITS = {
             "  if constexpr (MASK_KIND != MASK_NONE) tiles_loop(Flag<true>(), 0, draft_tiles);\n",
             "",
         ),
+    ],
+    "noldk": [
+        (
+            "        unsigned k[4];\n        kgen::ldmatrix_x4(k, ",
+            "        unsigned k[4] = {0u, 0u, 0u, 0u};\n"
+            "        if (kk == 0 && j == 0) kgen::ldmatrix_x4(k, ",
+        )
+    ],
+    "noldv": [
+        (
+            "    unsigned v[4];\n    kgen::ldmatrix_x4_trans(v, ",
+            "    unsigned v[4] = {0u, 0u, 0u, 0u};\n    if (j == 0) kgen::ldmatrix_x4_trans(v, ",
+        )
     ],
     "pfl2": l2_lead_edits(4),
     "pfl2x8": l2_lead_edits(8),
