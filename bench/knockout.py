@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import string
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
@@ -361,6 +362,28 @@ MERGE_LOADS_TEXT = r"""
 """
 
 
+MERGED_ROW_TEXT = string.Template("""\
+const bool seen = $weight > 0.f || $weight != $weight;
+const float inv = stuck ? CUDART_NAN_F : seen ? 1.f / $weight : 0.f;
+T* o = out_row(p, b, r) + d;
+o[0] = kgen::from_float<T>(seen || stuck ? $acc.x * inv : 0.f);
+o[1] = kgen::from_float<T>(seen || stuck ? $acc.y * inv : 0.f);
+o[2] = kgen::from_float<T>(seen || stuck ? $acc.z * inv : 0.f);
+o[3] = kgen::from_float<T>(seen || stuck ? $acc.w * inv : 0.f);
+if (d == 0) *lse_at(p, b, r) = seen ? ($top + log2f($weight)) * LN2 : -CUDART_INF_F;""")
+
+
+def merged_row(acc: str, weight: str, top: str, indent: str, guard: str = "") -> str:
+    """The prototypes' write of one merged item (out's four columns, lse at column 0) from its
+    weighted sum `acc`, sum of weights `weight` and max `top` (NaN everywhere if the barrier gave
+    up); with `guard`, the stores inside that `if (...) {` (one level deeper, closed after)."""
+    lines = MERGED_ROW_TEXT.substitute(acc=acc, weight=weight, top=top).split("\n")
+    deeper = indent + "  " if guard else indent
+    text = [indent + x for x in lines[:2]] + ([indent + guard] if guard else [])
+    text += [deeper + x for x in lines[2:]] + ([indent + "}"] if guard else [])
+    return "\n".join(text)
+
+
 SLICES_MERGE = (
     r"""
   // slices of an item in threads `lanes` apart, merged through shared memory
@@ -390,16 +413,9 @@ SLICES_MERGE = (
                          fmaf(w, a.w, aa.w));
         al = fmaf(w, ml.y, al);
       }
-      const bool seen = al > 0.f || al != al;
-      const float inv = stuck ? CUDART_NAN_F : seen ? 1.f / al : 0.f;
-      if (!RAGGED || row_real(r)) {
-        T* o = out_row(p, b, r) + d;
-        o[0] = kgen::from_float<T>(seen || stuck ? aa.x * inv : 0.f);
-        o[1] = kgen::from_float<T>(seen || stuck ? aa.y * inv : 0.f);
-        o[2] = kgen::from_float<T>(seen || stuck ? aa.z * inv : 0.f);
-        o[3] = kgen::from_float<T>(seen || stuck ? aa.w * inv : 0.f);
-        if (d == 0) *lse_at(p, b, r) = seen ? (am + log2f(al)) * LN2 : -CUDART_INF_F;
-      }
+"""
+    + merged_row("aa", "al", "am", "      ", "if (!RAGGED || row_real(r)) {")
+    + r"""
     }
     __syncthreads();
   }
@@ -440,14 +456,9 @@ SHUFFLE_MERGE = (
       m = mm;
     }
     if (active && slice == 0 && (!RAGGED || row_real(r))) {
-      const bool seen = l > 0.f || l != l;
-      const float inv = stuck ? CUDART_NAN_F : seen ? 1.f / l : 0.f;
-      T* o = out_row(p, b, r) + d;
-      o[0] = kgen::from_float<T>(seen || stuck ? acc.x * inv : 0.f);
-      o[1] = kgen::from_float<T>(seen || stuck ? acc.y * inv : 0.f);
-      o[2] = kgen::from_float<T>(seen || stuck ? acc.z * inv : 0.f);
-      o[3] = kgen::from_float<T>(seen || stuck ? acc.w * inv : 0.f);
-      if (d == 0) *lse_at(p, b, r) = seen ? (m + log2f(l)) * LN2 : -CUDART_INF_F;
+"""
+    + merged_row("acc", "l", "m", "      ")
+    + r"""
     }
   }
   KGEN_TRACE(5);
