@@ -79,6 +79,7 @@ from time_shipped import case_config, shipped_configs  # noqa: E402
 import kgen.mla.kernel as kernel_module  # noqa: E402
 import kgen.mla.mma_layout as mma_layout  # noqa: E402
 from kgen.mla import build  # noqa: E402
+from kgen.mla.layout import split_softmax_smem  # noqa: E402
 from kgen.mla.workload import make_workload  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 from kgen.tune.timing import Timer  # noqa: E402
@@ -198,7 +199,7 @@ PIPE_REGION = text_span(
     "  {\n    int first[STAGES - 1];",
     "  tiles_loop(Flag<false>(), draft_tiles, num_tiles);\n",
 )
-PIPE_TEXT = r"""
+PIPE_HEAD = r"""
   // (knock-in pipe) three tiles in flight through one barrier an iteration: q.K^T of tile
   // it + 1 (A), the split softmax of tile it (B) and P.V of tile it - 1 (C), straight-line code
   // with no dependence between them; partials, P and the rescale factors double-buffered.
@@ -232,8 +233,16 @@ PIPE_TEXT = r"""
     copy.all();
     kgen::cp_async_commit();
     page = fetch_page(p, b, tile_start(next + 1), end);
-//B_EARLY
-    if constexpr (decltype(c)::value) {
+"""
+# B: the split softmax of tile it
+PIPE_SOFTMAX = r"""    if constexpr (decltype(ab)::value) {
+      const int start = tile_start(it), count = min(BLOCK_N, end - start);
+      rose = softmax_slice<false>(p, scores + (it % 2) * SCORE_FLOATS, start, count, prefix, sl,
+                                  p_h + (it % 2) * P_BUF, alpha_s + (it % 2) * ALPHA_BUF, ln);
+    }
+"""
+# C then A: P.V of tile it - 1, q.K^T of tile it + 1
+PIPE_PV_QK = r"""    if constexpr (decltype(c)::value) {
       pv_tile(tiles + ((it - 1) % STAGES) * TILE_ELEMS, p_h + ((it - 1) % 2) * P_BUF, o, ln);
     }
     if constexpr (decltype(ab)::value) {
@@ -241,8 +250,8 @@ PIPE_TEXT = r"""
       float* ahead = scores + ((it + 1) % 2) * SCORE_FLOATS;
       qk_partials(tiles + ((it + 1) % STAGES) * TILE_ELEMS, qf, q_s, ahead, TileCopy(), ln);
     }
-//B_LATE
-  };
+"""
+PIPE_TAIL = r"""  };
   if (num_tiles > 0) {
     kgen::cp_async_wait<STAGES - 3>();
     __syncthreads();  // tile 0 landed
@@ -253,18 +262,11 @@ PIPE_TEXT = r"""
   }
 """
 
-PIPE_B = """    if constexpr (decltype(ab)::value) {
-      const int start = tile_start(it), count = min(BLOCK_N, end - start);
-      rose = softmax_slice<false>(p, scores + (it % 2) * SCORE_FLOATS, start, count, prefix, sl,
-                                  p_h + (it % 2) * P_BUF, alpha_s + (it % 2) * ALPHA_BUF, ln);
-    }
-"""
 
-
-def pipe_loop(b_first: bool) -> str:
+def pipe_loop(softmax_first: bool) -> str:
     """The pipe loop with B (the softmax) after C and A (pipe) or before them (pipeb)."""
-    early, late = ("//B_EARLY\n", "//B_LATE\n") if b_first else ("//B_LATE\n", "//B_EARLY\n")
-    return PIPE_TEXT.replace(early, PIPE_B).replace(late, "")
+    body = PIPE_SOFTMAX + PIPE_PV_QK if softmax_first else PIPE_PV_QK + PIPE_SOFTMAX
+    return PIPE_HEAD + body + PIPE_TAIL
 
 
 PIPE_SMEM = [
@@ -280,9 +282,9 @@ PIPE_SMEM = [
 
 
 def pipe_softmax_smem(m_tiles: int, block_n: int) -> int:
-    """The pipe knock-in's split-softmax shared memory: two P buffers, two sets of rescale
-    factors and l (kgen.mla.layout.split_softmax_smem's, doubled where the loop needs it)."""
-    return m_tiles * 16 * ((block_n + 8) * 2 * 2 + 3 * 4)
+    """The pipe knock-in's split-softmax shared memory: kgen.mla.layout.split_softmax_smem's
+    (P, a rescale factor and l a row) plus a second P buffer and a second set of factors."""
+    return split_softmax_smem(m_tiles, block_n) + m_tiles * 16 * ((block_n + 8) * 2 + 4)
 
 
 GRID_BARRIER_HEAD = r"""
@@ -686,7 +688,6 @@ def edited(knockouts: list[str]):
 def build_knocked(spec, config, knockouts: list[str]):
     kernel_module._build.cache_clear()
     kernel_module.mla_program = edited(knockouts)
-    smem = mma_layout.split_softmax_smem
     if {"pipe", "pipeb"} & set(
         knockouts
     ):  # the layout model's shared memory as the edited kernel's
@@ -695,7 +696,7 @@ def build_knocked(spec, config, knockouts: list[str]):
         return build(spec, config, "native")
     finally:
         kernel_module.mla_program = _render
-        mma_layout.split_softmax_smem = smem
+        mma_layout.split_softmax_smem = split_softmax_smem
         kernel_module._build.cache_clear()
 
 
