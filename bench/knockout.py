@@ -688,9 +688,8 @@ def edited(knockouts: list[str]):
 def build_knocked(spec, config, knockouts: list[str]):
     kernel_module._build.cache_clear()
     kernel_module.mla_program = edited(knockouts)
-    if {"pipe", "pipeb"} & set(
-        knockouts
-    ):  # the layout model's shared memory as the edited kernel's
+    # the layout model's shared memory as the edited kernel's
+    if {"pipe", "pipeb"} & set(knockouts):
         mma_layout.split_softmax_smem = pipe_softmax_smem
     try:
         return build(spec, config, "native")
