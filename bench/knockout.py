@@ -18,6 +18,11 @@ Knock-outs (join several with '+'):
           prefix loop as a kernel of its own would compile it
   pfl2, pfl2x8  (knock-ins, results unchanged) the first head group prefetches into L2 the KV
           rows 4 (8) tiles past the one it works on, for the head groups that follow
+  bpf1, bpf2, bpf4  (knock-ins, results unchanged; row path, sm_90 and later) the KV tile 1 (2, 4)
+          tiles past the one being copied asked of L2 by one cp.async.bulk.prefetch.L2 a block
+          (a thread per position where a page is shorter than a tile)
+  lpf2  (knock-in, results unchanged; row path) the same 2 tiles ahead as 128-byte lines dealt
+          over the block's threads (prefetch.global.L2)
   evict1st, evictlast  (knock-ins, results unchanged) the line-hinted 16-byte copies (KV tiles, q)
           with an L2 eviction priority
   qk2acc  (knock-in, results equal within rounding) q.K^T's k steps alternate between two sets of
@@ -185,6 +190,48 @@ def l2_lead_edits(ahead: int) -> list[tuple[str, str]]:
         ),
         (loop, loop + lead),
     ]
+
+
+PAGE_AHEAD = (
+    "      page = fetch_page(p, b, tile_start(next + 1), end);  // used an iteration from now\n"
+)
+
+
+def l2_ahead_edit(ahead: int, bulk: bool) -> tuple[str, str]:
+    """The row path's KV tile `ahead` tiles past the one being copied asked of L2 now: one
+    cp.async.bulk.prefetch.L2 a page run (sm_90 and later; a thread per position at page sizes
+    under the tile), or (bulk=False) its 128-byte lines dealt over the block's threads with
+    prefetch.global.L2."""
+    if bulk:
+        body = (
+            "          if (PAGE_SIZE % BLOCK_N == 0 ? threadIdx.x == 0 : threadIdx.x < rows_) {\n"
+            "            const int n_ = s_ + (PAGE_SIZE % BLOCK_N == 0 ? 0 : threadIdx.x);\n"
+            "            const int pg_ = __ldg(p.block_table + b * p.bt_sb + n_ / PAGE_SIZE);\n"
+            "            const T* src_ = p.kv + pg_ * p.kv_sp + (n_ % PAGE_SIZE) * p.kv_sr;\n"
+            "            const int bytes_ =\n"
+            "              (PAGE_SIZE % BLOCK_N == 0 ? rows_ : 1) * int(p.kv_sr) * 2;\n"
+            '            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;"\n'
+            '                         :: "l"(src_), "r"(bytes_) : "memory");\n'
+            "          }\n"
+        )
+    else:
+        body = (
+            "          const int pg_ = __ldg(p.block_table + b * p.bt_sb + s_ / PAGE_SIZE);\n"
+            "          const char* src_ =\n"
+            "              (const char*)(p.kv + pg_ * p.kv_sp + (s_ % PAGE_SIZE) * p.kv_sr);\n"
+            "          const int lines_ = rows_ * static_cast<int>(p.kv_sr) * 2 / 128;\n"
+            "          for (int l_ = threadIdx.x; l_ < lines_; l_ += NUM_THREADS)\n"
+            '            asm volatile("prefetch.global.L2 [%0];" :: "l"(src_ + 128 * l_));\n'
+        )
+    return (
+        PAGE_AHEAD,
+        PAGE_AHEAD
+        + f"      if (next + {ahead} < num_tiles) {{  // knock-in: L2 asked {ahead} tiles ahead\n"
+        + f"        const int s_ = tile_start(next + {ahead}), rows_ = min(BLOCK_N, end - s_);\n"
+        + ("        {\n" if bulk else "        if constexpr (PAGE_SIZE % BLOCK_N == 0) {\n")
+        + body
+        + "        }\n      }\n",
+    )
 
 
 def text_span(text: str, first: str, last: str) -> str:
@@ -661,6 +708,10 @@ EDITS = {
     ],
     "pfl2": l2_lead_edits(4),
     "pfl2x8": l2_lead_edits(8),
+    "bpf1": [l2_ahead_edit(1, True)],
+    "bpf2": [l2_ahead_edit(2, True)],
+    "bpf4": [l2_ahead_edit(4, True)],
+    "lpf2": [l2_ahead_edit(2, False)],
     "evict1st": [evict_edit("evict_first")],
     "evictlast": [evict_edit("evict_last")],
     "pipe": [(PIPE_REGION, pipe_loop(False)), *PIPE_SMEM],
