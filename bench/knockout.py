@@ -23,6 +23,8 @@ Knock-outs (join several with '+'):
           (a thread per position where a page is shorter than a tile)
   lpf2  (knock-in, results unchanged; row path) the same 2 tiles ahead as 128-byte lines dealt
           over the block's threads (prefetch.global.L2)
+  sbpf2, sbpf4  (knock-ins) bpf2 / bpf4 in a specialised block's q role
+  wbpf2  (knock-in) bpf2 in a swapped-rows block
   evict1st, evictlast  (knock-ins, results unchanged) the line-hinted 16-byte copies (KV tiles, q)
           with an L2 eviction priority
   qk2acc  (knock-in, results equal within rounding) q.K^T's k steps alternate between two sets of
@@ -192,16 +194,21 @@ def l2_lead_edits(ahead: int) -> list[tuple[str, str]]:
     ]
 
 
-PAGE_AHEAD = (
-    "      page = fetch_page(p, b, tile_start(next + 1), end);  // used an iteration from now\n"
-)
+# Where each kernel entry reads the page of the tile after the one it copies now: the row path
+# (mla/mma/kernel.cuh), the specialised one's q role (specialized.cuh), swapped rows (swapped.cuh)
+_NEXT_PAGE = "  // used an iteration from now\n"
+PAGE_AHEAD = {
+    "row": "      page = fetch_page(p, b, tile_start(next + 1), end);" + _NEXT_PAGE,
+    "spec": "      page = fetch_page(p, b, begin + (next + 1) * BLOCK_N, end);" + _NEXT_PAGE,
+    "swap": "    page = fetch_page(p, b, begin + (next + 1) * BLOCK_N, end);" + _NEXT_PAGE,
+}
 
 
-def l2_ahead_edit(ahead: int, bulk: bool) -> tuple[str, str]:
-    """The row path's KV tile `ahead` tiles past the one being copied asked of L2 now: one
+def l2_ahead_edit(ahead: int, bulk: bool, entry: str = "row") -> tuple[str, str]:
+    """The KV tile `ahead` tiles past the one being copied asked of L2 now: one
     cp.async.bulk.prefetch.L2 a page run (sm_90 and later; a thread per position at page sizes
     under the tile), or (bulk=False) its 128-byte lines dealt over the block's threads with
-    prefetch.global.L2."""
+    prefetch.global.L2. (Thread 0 and the first BLOCK_N are the q role's in a specialised block.)"""
     if bulk:
         body = (
             "          if (PAGE_SIZE % BLOCK_N == 0 ? threadIdx.x == 0 : threadIdx.x < rows_) {\n"
@@ -223,11 +230,14 @@ def l2_ahead_edit(ahead: int, bulk: bool) -> tuple[str, str]:
             "          for (int l_ = threadIdx.x; l_ < lines_; l_ += NUM_THREADS)\n"
             '            asm volatile("prefetch.global.L2 [%0];" :: "l"(src_ + 128 * l_));\n'
         )
+    start = (
+        f"tile_start(next + {ahead})" if entry == "row" else f"begin + (next + {ahead}) * BLOCK_N"
+    )
     return (
-        PAGE_AHEAD,
-        PAGE_AHEAD
+        PAGE_AHEAD[entry],
+        PAGE_AHEAD[entry]
         + f"      if (next + {ahead} < num_tiles) {{  // knock-in: L2 asked {ahead} tiles ahead\n"
-        + f"        const int s_ = tile_start(next + {ahead}), rows_ = min(BLOCK_N, end - s_);\n"
+        + f"        const int s_ = {start}, rows_ = min(BLOCK_N, end - s_);\n"
         + ("        {\n" if bulk else "        if constexpr (PAGE_SIZE % BLOCK_N == 0) {\n")
         + body
         + "        }\n      }\n",
@@ -712,6 +722,9 @@ EDITS = {
     "bpf2": [l2_ahead_edit(2, True)],
     "bpf4": [l2_ahead_edit(4, True)],
     "lpf2": [l2_ahead_edit(2, False)],
+    "sbpf2": [l2_ahead_edit(2, True, "spec")],
+    "sbpf4": [l2_ahead_edit(4, True, "spec")],
+    "wbpf2": [l2_ahead_edit(2, True, "swap")],
     "evict1st": [evict_edit("evict_first")],
     "evictlast": [evict_edit("evict_last")],
     "pipe": [(PIPE_REGION, pipe_loop(False)), *PIPE_SMEM],
