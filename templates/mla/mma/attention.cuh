@@ -559,20 +559,14 @@ __device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_
 // one split, else its slot of the workspace.
 __device__ __forceinline__ void write_row(const Params& p, int b, int r, long long slot, int num_splits, const Finish& fin,
                                           const float (&o)[O_TILES][4], int h, const Lane& ln) {
-  // One address a row (out's, or the workspace's as a 32-bit offset from this split's first
-  // row), the output tiles j at fixed offsets from it: immediate offsets of the stores (an
-  // address computed a store was ~4 integer instructions each; on sm_120 the forms that also
-  // split the loop in two spill in the register-tight 12-warp and tree blocks)
-  const int d0 = ln.cg * O_TILES * 8 + 2 * ln.qd;
-  T* orow = out_row(p, b, r) + d0;
-  float* wrow = p.ws_o + slot * LATENT_DIM + (r * LATENT_DIM + d0);
 #pragma unroll
   for (int j = 0; j < O_TILES; ++j) {
+    const int d = (ln.cg * O_TILES + j) * 8 + 2 * ln.qd;
     const float x = fin.apply(o[j][2 * h]), y = fin.apply(o[j][2 * h + 1]);
     if (num_splits == 1) {
-      *reinterpret_cast<unsigned*>(orow + 8 * j) = Mma::pack(x, y);
+      *reinterpret_cast<unsigned*>(out_row(p, b, r) + d) = Mma::pack(x, y);
     } else {
-      *reinterpret_cast<float2*>(wrow + 8 * j) = make_float2(x, y);
+      *reinterpret_cast<float2*>(p.ws_o + (slot + r) * LATENT_DIM + d) = make_float2(x, y);
     }
   }
   if (ln.cg == 0 && ln.qd == 0) {
