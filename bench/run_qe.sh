@@ -3,7 +3,8 @@
 # before it (abref/: an untracked copy of HEAD~1's kgen, templates and time_shipped.py, with its own
 # database), the shipped configs of every 16-bit grid case, dense and sparse, two rounds,
 # oracle-checked; then compute-sanitizer (memcheck, racecheck, synccheck) on the dense and sparse
-# samples with the new code.
+# samples with the new code. Make abref/ first, on the branch: mkdir abref && git archive 8d92091 kgen
+# templates bench/time_shipped.py bench/grid.json pyproject.toml | tar -x -C abref
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
