@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the device (thirty-first session): the landed epilogue / sparse-q change A/B'd against the tree
+# On the device (thirty-first session), on branch row-stores: its epilogue / sparse-q change against the tree
 # before it (abref/: an untracked copy of HEAD~1's kgen, templates and time_shipped.py, with its own
 # database), the shipped configs of every 16-bit grid case, dense and sparse, two rounds,
 # oracle-checked; then compute-sanitizer (memcheck, racecheck, synccheck) on the dense and sparse
