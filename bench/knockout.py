@@ -248,6 +248,11 @@ def l2_ahead_edit(ahead: int, bulk: bool, entry: str = "row") -> tuple[str, str]
     )
 
 
+def template(path: str) -> str:
+    """The text of a template file (templates/PATH), whose lines the edits below anchor on."""
+    return (Path(__file__).resolve().parent.parent / "templates" / path).read_text()
+
+
 def text_span(text: str, first: str, last: str) -> str:
     """The part of `text` from the line(s) `first` through the line(s) `last`."""
     start = text.index(first)
@@ -257,7 +262,7 @@ def text_span(text: str, first: str, last: str) -> str:
 # The row path's q fragments loaded from one address a row (mla/mma/attention.cuh load_q), the
 # k steps and halves at immediate offsets, instead of an address computed a load
 _Q_LOADS = text_span(
-    (Path(__file__).resolve().parent.parent / "templates/mla/mma/attention.cuh").read_text(),
+    template("mla/mma/attention.cuh"),
     "    for (int kk = 0; kk < Q_REG_STEPS; ++kk)\n#pragma unroll\n"
     "      for (int e = 0; e < 4; ++e) {\n",
     "8 * (e / 2))) : 0u;\n      }\n",
@@ -319,7 +324,7 @@ OROW = [
 
 # The row path's prologue and tile loops (templates/mla/mma/kernel.cuh), replaced whole by pipe
 PIPE_REGION = text_span(
-    (Path(__file__).resolve().parent.parent / "templates/mla/mma/kernel.cuh").read_text(),
+    template("mla/mma/kernel.cuh"),
     "  {\n    int first[STAGES - 1];",
     "  tiles_loop(Flag<false>(), draft_tiles, num_tiles);\n",
 )

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# On the device (thirty-first session; device time short, so run_qd.sh and run_qf.sh in one call):
-# every 16-bit shipped entry re-tuned with its config pinned (splits re-chosen, new code stamps)
-# into kgen/tuned/tuning.json (brought back as $OUT/tuning.json), then the GPU suite on that tree
-# and database.
+# On the device (thirty-first session, branch row-stores), after a kernel change that makes the
+# shipped entries stale: every 16-bit shipped entry re-tuned with its config pinned (splits
+# re-chosen, new code stamps) into kgen/tuned/tuning.json (brought back as $OUT/tuning.json), then
+# the GPU suite on that tree and database.
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
