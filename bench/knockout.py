@@ -18,10 +18,6 @@ Knock-outs (join several with '+'):
           prefix loop as a kernel of its own would compile it
   pfl2, pfl2x8  (knock-ins, results unchanged) the first head group prefetches into L2 the KV
           rows 4 (8) tiles past the one it works on, for the head groups that follow
-  qrow  (knock-in, results unchanged) q's register fragments loaded from one address a row, the
-          k steps at immediate offsets (today's load_q computes a 64-bit address a load)
-  orow  (knock-in, results unchanged) write_row's stores from one address a row, the output
-          tiles at immediate offsets
   bpf1, bpf2, bpf4  (knock-ins, results unchanged; row path, sm_90 and later) the KV tile 1 (2, 4)
           tiles past the one being copied asked of L2 by one cp.async.bulk.prefetch.L2 a block
           (a thread per position where a page is shorter than a tile)
@@ -257,69 +253,6 @@ def text_span(text: str, first: str, last: str) -> str:
     """The part of `text` from the line(s) `first` through the line(s) `last`."""
     start = text.index(first)
     return text[start : text.index(last, start) + len(last)]
-
-
-# The row path's q fragments loaded from one address a row (mla/mma/attention.cuh load_q), the
-# k steps and halves at immediate offsets, instead of an address computed a load
-_Q_LOADS = text_span(
-    template("mla/mma/attention.cuh"),
-    "    for (int kk = 0; kk < Q_REG_STEPS; ++kk)\n#pragma unroll\n"
-    "      for (int e = 0; e < 4; ++e) {\n",
-    "8 * (e / 2))) : 0u;\n      }\n",
-)
-QROW = [
-    (
-        "#pragma unroll\n  for (int i = 0; i < WARP_M; ++i)\n#pragma unroll\n" + _Q_LOADS,
-        "#pragma unroll\n  for (int i = 0; i < WARP_M; ++i)\n#pragma unroll\n"
-        "    for (int h = 0; h < 2; ++h) {\n"
-        "      const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * h;\n"
-        "      const bool real = fragments && row_real(r);\n"
-        "      const unsigned* row =\n"
-        "          reinterpret_cast<const unsigned*>(q_row(p, b, real ? r : 0) + 16 * ln.cg"
-        " + 2 * ln.qd);\n"
-        "#pragma unroll\n"
-        "      for (int kk = 0; kk < Q_REG_STEPS; ++kk)\n"
-        "#pragma unroll\n"
-        "        for (int half = 0; half < 2; ++half) {\n"
-        "          const bool inside =\n"
-        "              real && (K_STEPS % COL_GROUPS == 0 || kk * COL_GROUPS + ln.cg < K_STEPS);\n"
-        "          qf[i][kk][h + 2 * half] = inside ? __ldg(row + 8 * COL_GROUPS * kk + 4 * half)"
-        " : 0u;\n"
-        "        }\n"
-        "    }\n",
-    )
-]
-
-
-# write_row's stores from one address a row (mla/mma/attention.cuh), the output tiles at
-# immediate offsets, instead of an address computed a store
-OROW = [
-    (
-        "#pragma unroll\n  for (int j = 0; j < O_TILES; ++j) {\n"
-        "    const int d = (ln.cg * O_TILES + j) * 8 + 2 * ln.qd;\n"
-        "    const float x = fin.apply(o[j][2 * h]), y = fin.apply(o[j][2 * h + 1]);\n"
-        "    if (num_splits == 1) {\n"
-        "      *reinterpret_cast<unsigned*>(out_row(p, b, r) + d) = Mma::pack(x, y);\n"
-        "    } else {\n"
-        "      *reinterpret_cast<float2*>(p.ws_o + (slot + r) * LATENT_DIM + d) = "
-        "make_float2(x, y);\n"
-        "    }\n  }\n",
-        "  const int d0 = ln.cg * O_TILES * 8 + 2 * ln.qd;\n"
-        "  if (num_splits == 1) {\n"
-        "    T* dst = out_row(p, b, r) + d0;\n"
-        "#pragma unroll\n"
-        "    for (int j = 0; j < O_TILES; ++j)\n"
-        "      *reinterpret_cast<unsigned*>(dst + 8 * j) =\n"
-        "          Mma::pack(fin.apply(o[j][2 * h]), fin.apply(o[j][2 * h + 1]));\n"
-        "  } else {\n"
-        "    float* dst = p.ws_o + (slot + r) * LATENT_DIM + d0;\n"
-        "#pragma unroll\n"
-        "    for (int j = 0; j < O_TILES; ++j)\n"
-        "      *reinterpret_cast<float2*>(dst + 8 * j) =\n"
-        "          make_float2(fin.apply(o[j][2 * h]), fin.apply(o[j][2 * h + 1]));\n"
-        "  }\n",
-    )
-]
 
 
 # The row path's prologue and tile loops (templates/mla/mma/kernel.cuh), replaced whole by pipe
@@ -748,9 +681,8 @@ EDITS = {
     ],
     "nostore": [
         (
-            "      *reinterpret_cast<float2*>(p.ws_o + (slot + r) * LATENT_DIM + d) = "
-            "make_float2(x, y);\n",
-            "      (void)x, (void)y;\n",
+            "    else *reinterpret_cast<float2*>(ws + 8 * j) = make_float2(x, y);\n",
+            "    else (void)x, (void)y;\n",
         ),
     ],
     "nocomb": [
@@ -790,8 +722,6 @@ EDITS = {
     ],
     "pfl2": l2_lead_edits(4),
     "pfl2x8": l2_lead_edits(8),
-    "qrow": QROW,
-    "orow": OROW,
     "bpf1": [l2_ahead_edit(1, True)],
     "bpf2": [l2_ahead_edit(2, True)],
     "bpf4": [l2_ahead_edit(4, True)],

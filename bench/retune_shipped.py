@@ -25,10 +25,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from kgen import device  # noqa: E402
 from kgen.arch import resolve_arch  # noqa: E402
-from kgen.mla import Config, SparseConfig  # noqa: E402
+from kgen.mla import Config, SparseConfig, SparseSpec  # noqa: E402
+from kgen.mla.heuristic import default_config  # noqa: E402
 from kgen.mla.tuning import TuningDB  # noqa: E402
-from kgen.tune.space import Axes, load_grid  # noqa: E402
+from kgen.tune.space import FIT_ARCHS, Axes, load_grid  # noqa: E402
 from kgen.tune.sparse_space import SparseAxes  # noqa: E402
 from kgen.tune.sweep import SweepOptions, compile_space, record_best, run_sweep  # noqa: E402
 
@@ -84,6 +86,14 @@ def pinned_options(config, db: Path, reps: int, opened: dict) -> SweepOptions:
     return SweepOptions(axes=axes, db_path=db, reps=reps)
 
 
+def first_default(case, arch: str, sms: int):
+    """The heuristic default's first candidate for a dense case (None for a sparse one, whose
+    default compiles nothing to choose)."""
+    if isinstance(case.spec, SparseSpec):
+        return None
+    return default_config(case.spec, case.batch, case.max_len, resolve_arch(arch), sms)
+
+
 def parse_open(items: list[str]) -> dict:
     """`AXIS=V,V` items -> {axis: (V, V)} (integer axes; `SxN` values are (S, N) pairs, as
     mma_stage_tiles=2x16,3x16 for (stages, block_n))."""
@@ -121,7 +131,16 @@ def main() -> int:
             record_best(TuningDB(args.db), grid[name], report["cases"][0], report["meta"])
         return 0
     arch = resolve_arch("native").name
-    compile_space([(grid[n].spec, configs[n]) for n in names], arch)  # all at once, in parallel
+    # Every kernel the sweeps below build, compiled at once in parallel (they then come from the
+    # cache): the shipped configs for this GPU and for the target archs a winner must fit, and
+    # the heuristic defaults the sweeps also time (their first candidates: compiled_default
+    # passes over one that spills, which is then built in the sweep).
+    pinned = [(grid[n].spec, configs[n]) for n in names]
+    sms = device.sm_count(device.current())
+    defaults = [(grid[n].spec, first_default(grid[n], arch, sms)) for n in names]
+    compile_space(pinned + [d for d in defaults if d[1] is not None], arch)
+    for fit in FIT_ARCHS:
+        compile_space(pinned, fit)
     for name in names:
         options = pinned_options(configs[name], args.db, args.reps, opened)
         report = run_sweep([grid[name]], args.out / name, options)

@@ -13,7 +13,12 @@ from kgen.tune.sparse_space import SparseAxes
 from kgen.tune.sweep import SweepOptions, run_sweep
 
 pytestmark = pytest.mark.gpu
-SABOTAGED_HPB = 16
+# The sabotaged variants are the 8-head blocks: at H = 16 they fill half an m16 tile and sit at
+# the 4-warp block's register cap, so whether any of them compiles for sm_120 without spills
+# (what a sweep's best must do) turns on the NVRTC version and the last template edit; the
+# 16-head blocks below compile without spills there under NVRTC 13.0 and 13.5, so one of them
+# is the winner.
+SABOTAGED_HPB = 8
 
 
 def test_tiny_sparse_sweep_ranks_only_correct_variants_and_auto_uses_the_winner(
@@ -51,7 +56,7 @@ def test_tiny_sparse_sweep_ranks_only_correct_variants_and_auto_uses_the_winner(
     (entry,) = report["cases"]
     wrong = {t["config"]["heads_per_block"] for t in entry["trials"] if t["status"] == "wrong"}
     assert wrong == {SABOTAGED_HPB}
-    assert entry["best"]["status"] == "ok" and entry["best"]["config"]["heads_per_block"] == 8
+    assert entry["best"]["status"] == "ok" and entry["best"]["config"]["heads_per_block"] == 16
     assert entry["torch"]["status"] == "ok" and entry["best"]["graph"]["median_us"] > 0
     assert entry["best"]["kv_bytes"] == 2 * 300 * 656  # the gathered bytes, no holes
     monkeypatch.setattr(SparseKernel, "__call__", call)

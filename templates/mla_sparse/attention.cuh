@@ -348,16 +348,26 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
   // (padding rows are zeros).
   QFrags qf;
   if constexpr (Q_IN_REGISTERS) {
+    // Two addresses a row, the warp's latent run and its rope steps, the k steps at immediate
+    // offsets from them (an address computed a load cost the B = 1 kernels ~100 SASS
+    // instructions a warp on sm_90). (A padding row's address is formed, never read.)
 #pragma unroll
     for (int i = 0; i < WARP_M; ++i)
 #pragma unroll
-      for (int kk = 0; kk < WARP_K; ++kk)
+      for (int h = 0; h < 2; ++h) {
+        const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * h;
+        const T* row = q_row(p, bt, r) + 2 * ln.qd;
+        const unsigned* latent = reinterpret_cast<const unsigned*>(row + 16 * ln.cg * WARP_LATENT);
+        const unsigned* rope = reinterpret_cast<const unsigned*>(row + 16 * (LATENT_STEPS + ln.cg));
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * (e % 2), ks = k_step(kk, ln.cg);
-          const bool inside = r < ROWS && ks < K_STEPS;
-          qf[i][kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, bt, r) + 16 * ks + 2 * ln.qd + 8 * (e / 2))) : 0u;
-        }
+        for (int kk = 0; kk < WARP_K; ++kk)
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const bool inside = r < ROWS && k_step(kk, ln.cg) < K_STEPS;
+            const unsigned* at = kk < WARP_LATENT ? latent + 8 * kk : rope + 8 * COL_GROUPS * (kk - WARP_LATENT);
+            qf[i][kk][h + 2 * half] = inside ? __ldg(at + 4 * half) : 0u;
+          }
+      }
   } else {
     for (int idx = threadIdx.x; idx < M_TILES * 16 * CHUNKS; idx += NUM_THREADS) {
       const int r = idx / CHUNKS, c = idx % CHUNKS;
@@ -469,15 +479,16 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
       const int r = frag_row(ln.rg, i, h, ln.g);
       if (r >= ROWS) continue;
       const Finish fin(SPLIT_SOFTMAX ? alpha_s[r] : st.m[i][h], SPLIT_SOFTMAX ? l_s[r] : sum, range.poisoned);
+      // One address a row, the output tiles at immediate offsets (as mla/mma/attention.cuh
+      // write_row).
+      const int d0 = ln.cg * O_TILES * 8 + 2 * ln.qd;
+      T* const dst = out_row(p, bt, r) + d0;
+      float* const ws = p.ws_o + slot_base * LATENT_DIM + (r * LATENT_DIM + d0);
 #pragma unroll
       for (int j = 0; j < O_TILES; ++j) {
-        const int d = (ln.cg * O_TILES + j) * 8 + 2 * ln.qd;
         const float x = fin.apply(o[i][j][2 * h]), y = fin.apply(o[i][j][2 * h + 1]);
-        if (num_splits == 1) {
-          *reinterpret_cast<unsigned*>(out_row(p, bt, r) + d) = Mma::pack(x, y);
-        } else {
-          *reinterpret_cast<float2*>(p.ws_o + (slot_base + r) * LATENT_DIM + d) = make_float2(x, y);
-        }
+        if (num_splits == 1) *reinterpret_cast<unsigned*>(dst + 8 * j) = Mma::pack(x, y);
+        else *reinterpret_cast<float2*>(ws + 8 * j) = make_float2(x, y);
       }
       if (ln.cg == 0 && ln.qd == 0) {
         if (num_splits == 1) *lse_at(p, bt, r) = fin.lse();

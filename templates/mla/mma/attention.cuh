@@ -537,16 +537,32 @@ __device__ __forceinline__ void pv_tile(const T* tile, const PFrags& pa, Accum& 
 // `fragments` is false: a warp that computes no q.K^T), the block's rows' columns from Q_SMEM_COL
 // on in shared memory (padding rows are zeros).
 __device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_s, const Lane& ln, bool fragments = true) {
+  // One address a row pair, the k steps at immediate offsets (an address computed a load cost
+  // the B = 1 kernels ~110 SASS instructions a warp on sm_90); the row 8 below from it where
+  // the heads per block make that one stride. (A padding row's address is formed, never read.)
+  constexpr bool HEAD_STEP = HEADS_PER_BLOCK % 16 == 0, TOKEN_STEP = 8 % HEADS_PER_BLOCK == 0;
 #pragma unroll
-  for (int i = 0; i < WARP_M; ++i)
+  for (int i = 0; i < WARP_M; ++i) {
+    const int r0 = (ln.rg * WARP_M + i) * 16 + ln.g;
+    const T* top = q_row(p, b, r0) + 16 * ln.cg + 2 * ln.qd;
 #pragma unroll
-    for (int kk = 0; kk < Q_REG_STEPS; ++kk)
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + 8 * h;
+      const bool real = fragments && row_real(r);
+      const T* at = h == 0 ? top
+                    : HEAD_STEP  ? top + 8 * p.q_sh
+                    : TOKEN_STEP ? top + (8 / HEADS_PER_BLOCK) * p.q_st
+                                 : q_row(p, b, r) + 16 * ln.cg + 2 * ln.qd;
+      const unsigned* row = reinterpret_cast<const unsigned*>(at);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = (ln.rg * WARP_M + i) * 16 + ln.g + 8 * (e % 2), ks = kk * COL_GROUPS + ln.cg;
-        const bool inside = fragments && row_real(r) && (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS);
-        qf[i][kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, b, r) + 16 * ks + 2 * ln.qd + 8 * (e / 2))) : 0u;
-      }
+      for (int kk = 0; kk < Q_REG_STEPS; ++kk)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const bool inside = real && (K_STEPS % COL_GROUPS == 0 || kk * COL_GROUPS + ln.cg < K_STEPS);
+          qf[i][kk][h + 2 * half] = inside ? __ldg(row + 8 * COL_GROUPS * kk + 4 * half) : 0u;
+        }
+    }
+  }
   for (int idx = threadIdx.x; idx < M_TILES * 16 * Q_SMEM_CHUNKS; idx += NUM_THREADS) {
     const int r = idx / Q_SMEM_CHUNKS, c = idx % Q_SMEM_CHUNKS;
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
@@ -559,15 +575,17 @@ __device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_
 // one split, else its slot of the workspace.
 __device__ __forceinline__ void write_row(const Params& p, int b, int r, long long slot, int num_splits, const Finish& fin,
                                           const float (&o)[O_TILES][4], int h, const Lane& ln) {
+  // One address a row, the output tiles at immediate offsets from it (an address computed a
+  // store cost the B = 1 kernels ~60 instructions a warp); the workspace row as a 32-bit offset
+  // from the split's first row.
+  const int d0 = ln.cg * O_TILES * 8 + 2 * ln.qd;
+  T* const dst = out_row(p, b, r) + d0;
+  float* const ws = p.ws_o + slot * LATENT_DIM + (r * LATENT_DIM + d0);
 #pragma unroll
   for (int j = 0; j < O_TILES; ++j) {
-    const int d = (ln.cg * O_TILES + j) * 8 + 2 * ln.qd;
     const float x = fin.apply(o[j][2 * h]), y = fin.apply(o[j][2 * h + 1]);
-    if (num_splits == 1) {
-      *reinterpret_cast<unsigned*>(out_row(p, b, r) + d) = Mma::pack(x, y);
-    } else {
-      *reinterpret_cast<float2*>(p.ws_o + (slot + r) * LATENT_DIM + d) = make_float2(x, y);
-    }
+    if (num_splits == 1) *reinterpret_cast<unsigned*>(dst + 8 * j) = Mma::pack(x, y);
+    else *reinterpret_cast<float2*>(ws + 8 * j) = make_float2(x, y);
   }
   if (ln.cg == 0 && ln.qd == 0) {
     if (num_splits == 1) *lse_at(p, b, r) = fin.lse();
