@@ -161,14 +161,14 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   if (!PDL_COMBINE && num_splits > 1) note_started(p, b);
 
   // q^T: B fragments of this warp's k steps, (k 2qd.., row g) and (k 2qd + 8.., row g)
+  // (from one address, the k steps at immediate offsets; a padding row's is formed, never read)
   QFragsT qf;
+  const unsigned* q_at = reinterpret_cast<const unsigned*>(q_row(p, b, ln.g) + 16 * ln.cg + 2 * ln.qd);
 #pragma unroll
   for (int kk = 0; kk < WARP_K; ++kk) {
-    const int ks = kk * COL_GROUPS + ln.cg;
-    const bool inside = ln.g < ROWS && (K_STEPS % COL_GROUPS == 0 || ks < K_STEPS);
+    const bool inside = ln.g < ROWS && (K_STEPS % COL_GROUPS == 0 || kk * COL_GROUPS + ln.cg < K_STEPS);
 #pragma unroll
-    for (int e = 0; e < 2; ++e)
-      qf[kk][e] = inside ? __ldg(reinterpret_cast<const unsigned*>(q_row(p, b, ln.g) + 16 * ks + 2 * ln.qd + 8 * e)) : 0u;
+    for (int e = 0; e < 2; ++e) qf[kk][e] = inside ? __ldg(q_at + 8 * COL_GROUPS * kk + 4 * e) : 0u;
   }
 
   const Range range = split_range<NUM_THREADS, BLOCK_N>(p, b, split, num_splits);  // syncs
@@ -249,17 +249,17 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     const int r = 2 * ln.qd + e;
     if (r >= ROWS) continue;
     const Finish fin(st.m[e], l, range.poisoned);
+    // (one address a row, the output columns at immediate offsets, as write_row)
+    const int d0 = ln.cg * D_TILES * 16 + ln.g;
+    T* const dst = out_row(p, b, r) + d0;
+    float* const ws = p.ws_o + slot * LATENT_DIM + (r * LATENT_DIM + d0);
 #pragma unroll
     for (int j = 0; j < D_TILES; ++j)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int d = (ln.cg * D_TILES + j) * 16 + ln.g + 8 * h;
         const float x = fin.apply(o[j][2 * h + e]);
-        if (num_splits == 1) {
-          out_row(p, b, r)[d] = kgen::from_float<T>(x);
-        } else {
-          p.ws_o[(slot + r) * LATENT_DIM + d] = x;
-        }
+        if (num_splits == 1) dst[16 * j + 8 * h] = kgen::from_float<T>(x);
+        else ws[16 * j + 8 * h] = x;
       }
     if (ln.cg == 0 && ln.g == 0) {
       if (num_splits == 1) *lse_at(p, b, r) = fin.lse();
