@@ -1,0 +1,53 @@
+"""config='auto': the tuned config for this GPU and shape bucket, else the heuristic default.
+The one place a config is chosen. It only looks things up and compiles (or finds in the cache)
+the kernel the call runs anyway, never benchmarks, so it is safe inside CUDA-graph capture."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from kgen import device
+from kgen.arch import Arch, resolve_arch
+from kgen.compiler import nvrtc_version
+from kgen.mla.heuristic import default_config, one_wave_splits
+from kgen.mla.kernel import build
+from kgen.mla.spec import Config, Spec
+from kgen.mla.tuning import bucket, find_tuned
+
+
+@functools.lru_cache(maxsize=4096)
+def choose_config(spec: Spec, batch: int, max_seq_len: int, index: int) -> Config:
+    """The config for `batch` sequences of up to `max_seq_len` positions on GPU `index`."""
+    arch = resolve_arch("native", index)
+    found = find_tuned(
+        device.name(index), arch.name, spec, bucket(batch, max_seq_len), nvrtc_version()
+    )
+    if found.config is not None:
+        return found.config
+    return compiled_default(spec, batch, max_seq_len, arch, device.sm_count(index))
+
+
+def compiled_default(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_count: int) -> Config:
+    """The heuristic default, its KV splits refit to the blocks per SM of its compiled kernel.
+    The layout model only estimates registers, and NVRTC versions differ: on the H200 one
+    variant took 167 registers with one and 173 with another, so 3 blocks per SM became 2 and the
+    default's splits ran in two waves, 40% slower. The cubin does not depend on the split count,
+    so this compiles nothing the call would not, except where a candidate's kernel spills: it is
+    passed over for the next (ptxas may cap an 8-warp FMA block at 128 registers and spill, as
+    for float32 blocks of 9-12 rows on sm_120 and sm_90), so that no default spills."""
+
+    def spill_free(config: Config) -> bool:  # (built, or found in the cache)
+        return build(spec, config, arch).resources.spills == 0
+
+    config = default_config(spec, batch, max_seq_len, arch, sm_count, accept=spill_free)
+    return refit_splits(spec, config, batch, max_seq_len, arch, sm_count)
+
+
+def refit_splits(
+    spec: Spec, config: Config, batch: int, max_seq_len: int, arch: Arch, sm_count: int
+) -> Config:
+    """`config` with as many KV splits as one wave of its compiled kernel's blocks holds."""
+    blocks_per_sm = build(spec, config, arch).resources.occupancy.blocks_per_sm
+    splits = one_wave_splits(spec, config, batch, max_seq_len, blocks_per_sm, sm_count)
+    return dataclasses.replace(config, kv_splits=splits)

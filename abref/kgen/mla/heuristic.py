@@ -1,0 +1,277 @@
+"""The default design point when no tuned one exists: a rule of thumb over the layout models.
+
+16-bit dtypes take the tensor-core path; float32 stays on CUDA cores (no TF32: its tolerance is
+1e-5), on the register-tiled path where a block holds at least 32 of its 64 rows, else the
+GEMV-style FMA path. Every candidate goes through `layout_for` for the target arch, so the
+default respects its shared memory (sm_120: 99 KB per block) and stays under its register file.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+
+from kgen.arch import Arch
+from kgen.mla.layout import ConfigError, layout_for
+from kgen.mla.mma_layout import three_row_config
+from kgen.mla.spec import Config, Spec, head_groups_of
+from kgen.mla.tiled_layout import tiled_config, tiled_heads
+
+ROWS_PER_WARP_TARGET = 4  # FMA: q.k and p.v registers stay well under the 255 limit
+MMA_MAX_M_TILES = 2  # rows per block the tensor-core default amortises a KV tile over
+MMA_REGISTER_TARGET = 200
+MIN_TILES_PER_SPLIT = 2
+MMA_MIN_SPLIT_POSITIONS = 128  # shorter splits cost more in pipeline fill and combine than they add
+FEW_BLOCKS_PER_SM = 8  # under 1/8 block per SM before splitting: 8-warp blocks win (batch 1)
+
+
+def widest_vec(spec: Spec) -> int:
+    vec = 16 // spec.elem_bytes
+    while spec.latent_dim % vec or spec.rope_dim % vec:
+        vec //= 2
+    return vec
+
+
+def _divisors_descending(n: int) -> list[int]:
+    return sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True)
+
+
+def _mma_shapes(
+    spec: Spec, batch: int, sm_count: int, max_m_tiles: int = MMA_MAX_M_TILES, min_blocks: int = 1
+):
+    """From the H200 sweeps (bench/RESULTS.md, 2026-11-30): up to two m16 tiles of rows per block
+    (the most heads that give at most 32 rows). Two tiles: 8 warps, 2 row groups x 4 column
+    groups, 32-position tiles two deep. One tile: 4 warps with a quarter of the output columns
+    each, 16-position tiles three deep; where there are few blocks before splitting (batch 1), an
+    8-warp block of 8 column groups and 32-position tiles next. Every shape splits the softmax
+    between the column groups: in the eleventh session's H200 sweeps, without q.K ahead, that was
+    as fast or faster than each warp's whole softmax in 609 of 619 pairs of otherwise equal configs
+    and splits (median 4-16% faster by warps and stages; at worst 1.4% slower).
+    Shallower pipelines follow, so that two blocks can share an SM where shared memory is short
+    (sm_120: 100 KB per SM). `min_blocks` as given (1, the default: registers as needed, no
+    spills)."""
+    for hpb in _divisors_descending(spec.heads):
+        m_tiles = math.ceil(spec.q_len * hpb / 16)
+        if m_tiles > max_m_tiles:
+            continue
+        few_blocks = batch * (spec.heads // hpb) * FEW_BLOCKS_PER_SM < sm_count
+        if m_tiles == 2:
+            shapes = [(8, 4, 2, 32), (8, 4, 3, 16), (8, 4, 2, 16)]
+        elif few_blocks:
+            shapes = [(4, 4, 3, 16), (8, 8, 2, 32), (4, 4, 2, 16)]
+        else:
+            shapes = [(4, 4, 3, 16), (4, 4, 2, 16)]
+        for warps, cols, stages, block_n in shapes:
+            yield Config(
+                heads_per_block=hpb,
+                vec_width=16 // spec.elem_bytes,
+                smem_stages=stages,
+                num_warps=warps,
+                block_n=block_n,
+                compute="mma",
+                col_groups=cols,
+                min_blocks=min_blocks,
+                split_softmax=1,
+            )
+
+
+def _blocks_per_sm(arch: Arch, smem: int) -> int:
+    return arch.smem_per_sm // (smem + arch.smem_reserved_per_block)
+
+
+def _fma_candidates(spec: Spec, arch: Arch):
+    vec = widest_vec(spec)
+    # Short tiles in a deep cp.async pipeline won most H200 sweeps (bench/RESULTS.md).
+    stages, block_n = (3, 16) if vec * spec.elem_bytes >= 4 else (1, 16)
+    while stages * block_n * spec.head_dim * spec.elem_bytes > arch.smem_per_block and stages > 2:
+        stages -= 1
+    for hpb in _divisors_descending(spec.heads):
+        rows = spec.q_len * hpb
+        warps = 8 if rows > 2 * ROWS_PER_WARP_TARGET else 4
+        if math.ceil(rows / warps) > ROWS_PER_WARP_TARGET and hpb > 1:
+            continue
+        # then the same rows on 4 warps, for where ptxas caps the 8-warp block's registers and
+        # spills (compiled_default passes such a candidate over)
+        four = warps == 8 and math.ceil(rows / 4) <= ROWS_PER_WARP_TARGET
+        for w in (warps, 4) if four else (warps,):
+            config = Config(
+                heads_per_block=hpb, vec_width=vec, smem_stages=stages, num_warps=w, block_n=block_n
+            )
+            yield config, 0  # (config, the blocks per SM it must reach: any)
+
+
+def _mma_candidates(spec: Spec, batch: int, sm_count: int):
+    """(config, the blocks per SM it must reach), most wanted first. First, 4-warp blocks of one
+    m16 tile of rows with 16-position tiles three deep, where three share an SM (228 KB of shared
+    memory: the H200; not sm_120's 100 KB or sm_80's 164 KB): in the eleventh session's H200
+    sweeps they beat the 8-warp two-tile blocks on every H >= 64 and verify case, 5-11% (12 warps
+    per SM against 8); registers as ptxas fits three blocks (min_blocks 0: 168 there, no spills).
+    Then, where those do not fit, one 12-warp block of three row groups (_three_row_groups); then
+    the shapes of _mma_shapes, two blocks per SM."""
+    for config in _mma_shapes(spec, batch, sm_count, max_m_tiles=1, min_blocks=0):
+        if config.smem_stages >= 3:
+            yield config, 3
+    three = _three_row_groups(spec)
+    if three is not None:
+        yield three, 1
+    for config in _mma_shapes(spec, batch, sm_count):
+        yield config, 2
+
+
+def _three_row_groups(spec: Spec) -> Config | None:
+    """Where three 4-warp blocks do not fit an SM (sm_120's 100 KB, sm_80's 164 KB at three
+    stages): one 12-warp block of three 16-row groups on one KV pipeline, 12 warps an SM instead
+    of the two 4-warp blocks' 8. Measured on the H200 (twenty-sixth session, bench/RESULTS.md),
+    against two 4-warp blocks an SM: 10-16% faster on four shapes that 48 rows divide (against
+    three, 4-8% slower: so not where three fit). Only where 48 heads divide H: ragged,
+    at H = 128 (head groups of 48, 48 and 32, 11% of the rows idle, B = 8 over 8192 positions) it
+    was 5% slower than the two 4-warp blocks (twenty-seventh session). Decode only (no draft
+    rows): with a draft mask the block takes 168 registers and spills on sm_120 (20-56 B, NVRTC
+    13.5), whose register file holds 12 warps at 168 at most."""
+    if not spec.masks_nothing or spec.heads % 48:  # (masks_nothing: one row a sequence)
+        return None
+    return three_row_config(48, smem_stages=3, min_blocks=1, split_softmax=1)
+
+
+TILED_MIN_ROWS = 32  # rows a tiled block must hold of its 64 (below, padding is most of its work)
+
+
+def _tiled_candidates(spec: Spec):
+    """The register-tiled float32 block holding the most heads that give at most 64 rows, where
+    they are at least TILED_MIN_ROWS, its steps two deep: on the H200 (bench/RESULTS.md,
+    eighteenth session) seed-fp32-verify took 604 us so (q.K^T steps of 64 head dims, the only
+    depth whose stages fit sm_120 at that width) against 602 three deep and 1296 on the
+    GEMV-style FMA path."""
+    fitting = tiled_heads(spec)
+    if fitting and spec.q_len * fitting[0] >= TILED_MIN_ROWS:
+        yield tiled_config(fitting[0], smem_stages=2), 1
+
+
+def _first_fitting(spec: Spec, arch: Arch, compute: str, batch: int, sm_count: int, accept):
+    """The first candidate under the register limit that reaches its blocks per SM; else the
+    first under the limit that asks for at most two. Candidates `accept` refuses are passed over."""
+    if compute == "mma":
+        candidates = _mma_candidates(spec, batch, sm_count)
+    elif compute == "tiled":
+        candidates = _tiled_candidates(spec)
+    else:
+        candidates = _fma_candidates(spec, arch)
+    limit = MMA_REGISTER_TARGET if compute == "mma" else arch.max_regs_per_thread
+    fallbacks = []
+    for config, blocks in candidates:
+        try:
+            layout = layout_for(spec, config, arch)
+        except ConfigError:
+            continue
+        if layout.registers_estimate > limit:
+            continue
+        if _blocks_per_sm(arch, layout.dynamic_smem) >= blocks:
+            if accept(_with_pdl(config, arch)):
+                return config, layout
+        elif blocks <= 2:
+            fallbacks.append((config, layout))
+    # (accepted only now: compiled_default compiles a fallback only where one is returned)
+    return next((found for found in fallbacks if accept(_with_pdl(found[0], arch))), None)
+
+
+def default_config(
+    spec: Spec,
+    batch: int,
+    max_seq_len: int,
+    arch: Arch,
+    sm_count: int,
+    accept: Callable[[Config], bool] = lambda config: True,
+) -> Config:
+    """The first candidate that fits the arch (tensor cores first for 16-bit dtypes; dims they
+    cannot tile fall back to FMA), then as many KV splits as one wave of blocks holds (every SM
+    at the occupancy the layout allows), and no more. `accept` may refuse candidates the layout
+    model cannot judge (kgen.mla.choose.compiled_default: those whose compiled kernel spills);
+    it sees each as it would be returned, but for its KV splits (which change no code)."""
+    computes = ("tiled", "fma") if spec.dtype == "float32" else ("mma", "fma")
+    for compute in computes:
+        found = _first_fitting(spec, arch, compute, batch, sm_count, accept)
+        if found is not None:
+            config, layout = found
+            break
+    else:
+        raise ConfigError(f"no default config fits {spec.short_name()} on {arch.name}")
+    specialized = _specialized(spec, config, arch) if config.compute == "mma" else None
+    if specialized is not None and accept(_with_pdl(specialized[0], arch)):
+        config, layout = specialized
+    occupancy = arch.occupancy(layout.threads, layout.registers_estimate, layout.dynamic_smem)
+    splits = one_wave_splits(spec, config, batch, max_seq_len, occupancy.blocks_per_sm, sm_count)
+    return replace(_with_pdl(config, arch), kv_splits=splits)
+
+
+SPECIALIZED_MAX_HEADS = 16  # decode of at most 16 heads: memory-bound, one m16 tile per block
+ONE_SPECIALIZED_BLOCK_SMEM = 100 * 1024  # SMs this small run one specialised block (sm_120's)
+
+
+def _specialized(spec: Spec, config: Config, arch: Arch):
+    """Decode of at most 16 heads, the block holding them all: warps in two roles, 16-position
+    tiles four deep (87 KB), (config, layout); None where it does not apply or fit. Measured
+    (bench/RESULTS.md): 2-6% faster than the one-role default on the H200, two blocks an SM
+    (seventeenth session); 4-12% at sm_120's occupancy, one block an SM against two of 44 KB
+    (twentieth, bench/sm120_like.py). So: where two fit an SM, or one fills an SM of at most
+    sm_120's 100 KB (sm_86 and sm_89 too, unmeasured); not on sm_80 (164 KB, where one-role
+    blocks of 3 stages fit twice: unmeasured). The compute-bound cases lose a third with it."""
+    if (
+        spec.q_len != 1
+        or spec.heads > SPECIALIZED_MAX_HEADS
+        or config.heads_per_block != spec.heads
+    ):
+        return None
+    candidate = Config(
+        **{
+            **config.to_dict(),
+            "smem_stages": 4,
+            "block_n": 16,
+            "num_warps": 8,
+            "col_groups": 4,
+            "min_blocks": 0,
+            "qk_ahead": 0,
+            "split_softmax": 1,
+            "swap_rows": 0,
+            "specialize": 1,
+        }
+    )
+    try:
+        layout = layout_for(spec, candidate, arch)
+    except ConfigError:
+        return None
+    one_block = _blocks_per_sm(arch, layout.dynamic_smem) < 2
+    if layout.registers_estimate > MMA_REGISTER_TARGET or (
+        one_block and arch.smem_per_sm > ONE_SPECIALIZED_BLOCK_SMEM
+    ):
+        return None
+    return candidate, layout
+
+
+def _with_pdl(config: Config, arch: Arch) -> Config:
+    """`config` with the split-KV merge in a kernel of its own (programmatic dependent launch)
+    wherever the arch has it (sm_90, sm_120): on the H200 the heuristic defaults of the 13 dense
+    16-bit grid cases took 1-12% less time with it on 12 of them and 7% more on
+    kimi-tp1-verify-tree (same splits and occupancy; bench/RESULTS.md, seventeenth session)."""
+    return replace(config, pdl_combine=int(config.compute == "mma" and arch.has_pdl))
+
+
+def one_wave_splits(
+    spec: Spec, config: Config, batch: int, max_seq_len: int, blocks_per_sm: int, sm_count: int
+) -> int:
+    """As many KV splits as one wave of blocks holds (`blocks_per_sm` on every SM), never more:
+    a few blocks past a wave cost a second one (H200 sweep, 2026-11-30d: 4 splits of 32 blocks on
+    132 SMs 145 us, 5 splits 241 us); and no split shorter than is worth its pipeline fill. On
+    the tiled path, two whole waves where they fill the SMs better than one: seed-fp32-verify's 8
+    blocks a split took 595-596 us at 33 splits (264 blocks, two waves of 132) against 602-605 at
+    16 (128 blocks, 4 SMs idle) on the H200 (bench/RESULTS.md, nineteenth session)."""
+    wave = sm_count * max(1, blocks_per_sm)  # blocks resident at once
+    blocks = max(1, batch * head_groups_of(spec, config))
+    shortest = (
+        MMA_MIN_SPLIT_POSITIONS if config.compute == "mma" else MIN_TILES_PER_SPLIT * config.block_n
+    )
+    max_splits = max(1, math.ceil(max_seq_len / shortest))
+    splits, two_waves = max(1, wave // blocks), 2 * wave // blocks
+    if config.compute == "tiled" and two_waves > 2 * splits:  # two waves fill more slots
+        splits = two_waves
+    return min(max_splits, splits, 256)

@@ -1,0 +1,97 @@
+"""Build an MLA attention variant (no GPU needed) and run it on torch tensors."""
+
+from __future__ import annotations
+
+import functools
+
+from kgen.arch import Arch, resolve_arch
+from kgen.build import build_program
+from kgen.mla.compiled import CompiledKernel
+from kgen.mla.layout import layout_for
+from kgen.mla.program import ATTENTION, mla_program
+from kgen.mla.spec import Config, Spec
+
+
+class MLAKernel(CompiledKernel):
+    """One compiled variant: `source`, `cubin`, `resources`; call it with torch tensors."""
+
+    ENTRY = ATTENTION
+
+    def __call__(
+        self,
+        q,
+        kv_cache,
+        block_table,
+        seq_lens,
+        mask=None,
+        scale: float | None = None,
+        *,
+        out=None,
+        lse=None,
+        validate: bool = False,
+    ):
+        """out [B, T, H, latent_dim] (q's dtype) and lse [B, T, H] (float32, natural log).
+
+        mask: None (spec mask 'none' or 'causal'), or for 'tree' a bool [B, T, T] / [T, T] mask or
+        its bit-packed int64 rows [B, T] / [T]. scale defaults to 1/sqrt(latent + rope).
+        validate=True also checks seq_lens and page ids (this reads them back: a device sync).
+        A plan for this call's shape is made on first use and kept (see kgen.mla.plan).
+        """
+        runner_module = _runner_module()
+        try:
+            index = q.get_device()
+            facts = (q.shape[0], block_table.shape[1], index)
+        except (AttributeError, IndexError, TypeError):
+            index = -1
+        if index < 0 or validate:
+            self.check_inputs(q, kv_cache, block_table, seq_lens, mask)
+            if validate:
+                from kgen.mla.inputs import validate_on_device
+
+                validate_on_device(self.spec, kv_cache, block_table, seq_lens)
+        stream = runner_module.current_stream(index)
+        key = (self, *facts, scale, stream)
+        runner = runner_module.runners.get(key, stream)
+        if runner is None:
+            runner = runner_module.runners.add(key, self.runner(*facts, scale), stream)
+        return runner._run(stream, q, kv_cache, block_table, seq_lens, mask, out, lse)
+
+    def check_inputs(self, q, kv_cache, block_table, seq_lens, mask=None) -> None:
+        """The cheap checks of a call's tensors (InputError naming the first bad one)."""
+        from kgen.mla.inputs import check_inputs
+
+        check_inputs(self.spec, self.config.vec_width, q, kv_cache, block_table, seq_lens, mask)
+
+    def runner(self, batch: int, max_pages: int, device: int, scale: float | None = None):
+        """A Runner of this kernel for `batch` sequences and a block table `max_pages` wide on
+        CUDA device `device` (kgen.mla.plan chooses the kernel too)."""
+        import torch
+
+        from kgen.mla.runner import Runner
+
+        return Runner(self, batch, max_pages, torch.device("cuda", device), scale)
+
+
+@functools.cache
+def _runner_module():
+    """kgen.mla.runner, imported on the first call of a kernel (building one needs no torch)."""
+    from kgen.mla import runner
+
+    return runner
+
+
+def build(spec: Spec, config: Config, arch: str | Arch = "sm_120") -> MLAKernel:
+    """Compile (or fetch from the cache) one variant for `arch`; no GPU needed unless 'native'."""
+    if not isinstance(spec, Spec):
+        raise TypeError(f"spec: expected kgen.mla.Spec, got {type(spec).__name__}")
+    if not isinstance(config, Config):
+        raise TypeError(f"config: expected kgen.mla.Config, got {type(config).__name__}")
+    arch = resolve_arch(arch)
+    return _build(spec, config, arch)
+
+
+@functools.lru_cache(maxsize=1024)
+def _build(spec: Spec, config: Config, arch: Arch) -> MLAKernel:
+    layout = layout_for(spec, config, arch)
+    binary = build_program(mla_program(spec, config, layout), arch)
+    return MLAKernel(spec, config, arch, layout, binary)

@@ -1,0 +1,274 @@
+"""How a (Spec, Config) pair maps onto a block on the tensor-core path, and whether it can work.
+
+Mirrors templates/mla/mma/attention.cuh: rows padded to m16 tiles, a ROW_GROUPS x COL_GROUPS warp
+grid, the shared-memory layout (q, the cp.async KV stages, the partial scores) and a register
+estimate. `plan_mma` refuses what cannot work (ConfigError); the register estimate is only a
+pruning hint for the sweep.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from kgen.arch import Arch
+from kgen.mla.layout import (
+    combine_smem,
+    mma_warp_grid,
+    refuse_pdl_below_sm90,
+    refuse_unsplit_softmax,
+    refuser,
+    split_softmax_smem,
+    swizzled_row_bytes,
+)
+from kgen.mla.spec import Config, Spec
+
+MAX_BLOCK_N = 64  # the draft scan keeps one bit per position in a 64-bit word
+REGISTER_OVERHEAD = 40  # indices, pointers, row states, loop state: an allowance
+Q_REGISTER_LIMIT = 40  # q fragments a warp keeps in registers; beyond, q lives in shared memory
+TIGHT_REGISTERS = 128  # at most this many per thread (16 warps a block, or 2 blocks of 8 per SM):
+# the rope part of q moves to shared memory (4 registers a k step; such layouts spill without it)
+
+
+THREE_ROW_WARPS = 12  # three row groups of 16 rows, four column groups each
+
+
+def three_row_config(heads_per_block: int, **fields) -> Config:
+    """A 12-warp tensor-core block of three 16-row groups on one KV pipeline (what fits sm_120's
+    100 KB at 12 warps an SM; `heads_per_block` need not divide H): four column groups, 16-byte
+    copies of 16-bit values, 16-position tiles unless `fields` says otherwise, and any other
+    Config `fields`."""
+    return Config(
+        heads_per_block=heads_per_block,
+        vec_width=8,
+        num_warps=THREE_ROW_WARPS,
+        col_groups=4,
+        compute="mma",
+        **{"block_n": 16, **fields},
+    )
+
+
+@dataclass(frozen=True)
+class MMALayout:
+    rows: int  # query rows per block: q_len * heads_per_block
+    m_tiles: int  # rows padded to m16 tiles
+    row_groups: int
+    col_groups: int
+    # a warp's first k steps of q in registers; the later ones' columns in shared memory
+    q_register_steps: int
+    warp_m: int  # m16 tiles per warp
+    o_tiles: int  # n8 tiles of output columns per warp
+    threads: int
+    q_bytes: int
+    stage_bytes: int
+    score_bytes: int
+    dynamic_smem: int
+    registers_estimate: int  # per thread, before compiling (a pruning hint, not a promise)
+    swapped: bool = False  # rows on the n8 side of the MMAs (swap_rows)
+
+    @property
+    def main_smem(self) -> int:
+        """Shared memory of the main loop (the combine reuses it, needing combine_smem)."""
+        return self.q_bytes + self.stage_bytes + self.score_bytes + 16
+
+    @property
+    def q_placement(self) -> str:
+        """Where q's A fragments come from: registers, shared memory or both (split)."""
+        if self.q_bytes == 0:
+            return "registers"
+        return "split" if self.q_register_steps else "shared"
+
+    @property
+    def padding(self) -> float:
+        """Fraction of the MMA rows that are padding."""
+        return 1 - self.rows / (8 if self.swapped else 16 * self.m_tiles)
+
+
+def _round_up(x: int, unit: int) -> int:
+    return -(-x // unit) * unit
+
+
+def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
+    refuse = refuser(spec, config, arch)
+    if spec.dtype not in ("float16", "bfloat16"):
+        refuse(
+            "compute",
+            f"'mma' takes float16 or bfloat16 inputs, not {spec.dtype} (float32 stays on 'fma': "
+            "TF32 would miss the 1e-5 tolerance)",
+        )
+    if config.heads_per_block > spec.heads:
+        refuse("heads_per_block", f"at most heads={spec.heads}")
+    if spec.heads % config.heads_per_block and (config.swap_rows or config.specialize):
+        refuse(
+            "heads_per_block",
+            f"must divide heads={spec.heads} with swap_rows or specialize (ragged head groups, "
+            "whose last block holds fewer heads, take the row path's kernel only)",
+        )
+    if config.vec_width * spec.elem_bytes != 16:
+        refuse(
+            "vec_width", f"'mma' copies 16-byte chunks: vec_width must be {16 // spec.elem_bytes}"
+        )
+    if spec.latent_dim % 16 or spec.head_dim % 16:
+        refuse(
+            "compute",
+            f"'mma' needs latent_dim ({spec.latent_dim}) and latent + rope ({spec.head_dim}) to "
+            "be multiples of 16",
+        )
+    if config.block_n % 16 or config.block_n > MAX_BLOCK_N:
+        refuse("block_n", f"'mma' takes a multiple of 16 up to {MAX_BLOCK_N}")
+    if config.smem_stages < 2:
+        refuse("smem_stages", "'mma' pipelines KV tiles with cp.async: at least 2 stages")
+    if config.split_reduce and config.col_groups == 1:
+        refuse(
+            "split_reduce", "needs col_groups > 1: one column group has no partial scores to sum"
+        )
+    refuse_unsplit_softmax(config, refuse)
+    if config.split_softmax and config.split_reduce:
+        refuse(
+            "split_reduce", "must be 0 with split_softmax, which sums the partials in its slices"
+        )
+    rows = spec.q_len * config.heads_per_block
+    if config.swap_rows:
+        if rows > 8:
+            refuse("swap_rows", f"puts the rows on the n8 side of the MMA: at most 8, not {rows}")
+        if not spec.masks_nothing:
+            refuse(
+                "swap_rows",
+                f"takes mask 'none', or 'causal' at q_len = 1 (no draft rows to mask), not "
+                f"'{spec.mask}' at q_len = {spec.q_len}",
+            )
+        if config.split_softmax or config.split_reduce:
+            refuse(
+                "swap_rows", "every warp runs the whole softmax: split_softmax = split_reduce = 0"
+            )
+        if config.num_warps != config.col_groups:
+            refuse("col_groups", "swap_rows has one row group: col_groups must equal num_warps")
+        if (spec.latent_dim // 16) % config.col_groups:
+            refuse("col_groups", f"must split the {spec.latent_dim} output dims into m16 pieces")
+    refuse_pdl_below_sm90(config, arch, refuse)
+    if config.specialize:
+        _refuse_unspecializable(config, refuse)
+    if config.qk_ahead and config.smem_stages < 3:
+        refuse(
+            "smem_stages",
+            "qk_ahead keeps tiles i and i + 1 resident while the next loads: at least 3 stages",
+        )
+    threads = config.num_warps * 32
+    if threads > arch.max_threads_per_block:
+        refuse("num_warps", f"{threads} threads exceed {arch.max_threads_per_block} per block")
+    if config.min_blocks * threads > arch.max_threads_per_sm:
+        refuse(
+            "min_blocks",
+            f"{config.min_blocks} blocks of {threads} threads exceed {arch.name}'s "
+            f"{arch.max_threads_per_sm} threads per SM",
+        )
+    # With specialize, the q role's half of the threads copies and each role is a warp grid
+    role = replace(config, num_warps=config.num_warps // 2) if config.specialize else config
+    copiers = role.num_warps * 32
+    if copiers % config.block_n:
+        copying = " of the q role" if config.specialize else ""
+        refuse(
+            "block_n",
+            f"must divide the {copiers} threads{copying} (each position is copied by as many)",
+        )
+    cols = config.col_groups
+    m_tiles, row_groups, warp_m = mma_warp_grid(spec.latent_dim, role, rows, refuse)
+    if config.specialize and row_groups != 1:
+        refuse(
+            "col_groups", f"specialize makes each role one row group: col_groups = {role.num_warps}"
+        )
+
+    row_bytes = swizzled_row_bytes(spec.head_dim)
+    warp_k = math.ceil(spec.head_dim // 16 / cols)
+    q_steps = warp_k if warp_m * warp_k * 4 <= Q_REGISTER_LIMIT else 0
+    tight = arch.regs_per_sm // (threads * max(config.min_blocks, 1)) <= TIGHT_REGISTERS
+    if q_steps and tight and not config.specialize:  # (the q role holds no output)
+        q_steps = spec.latent_dim // 16 // cols  # the rope k steps from shared memory
+    if config.swap_rows:  # q^T B fragments, 2 registers a k step, all in registers
+        q_steps = warp_k
+    q_registers = (2 if config.swap_rows else warp_m * 4) * q_steps
+    q_col = min(q_steps * cols * 16, spec.head_dim)  # the first column of q in shared memory
+    q_chunks = (spec.head_dim - q_col) // 8
+    q_bytes = m_tiles * 16 * (q_chunks if q_chunks % 2 or not q_chunks else q_chunks + 1) * 16
+    stage_bytes = config.smem_stages * config.block_n * row_bytes
+    s_stride = config.block_n + (24 - config.block_n % 16) % 16
+    score_buffers = 2 if config.qk_ahead or config.specialize else 1
+    score_bytes = score_buffers * cols * m_tiles * 16 * s_stride * 4
+    if config.split_softmax:
+        score_bytes += split_softmax_smem(m_tiles, config.block_n)
+    smem = q_bytes + stage_bytes + score_bytes + 16
+    if max(smem, combine_smem(threads)) > arch.smem_per_block:
+        refuse(
+            "heads_per_block" if q_bytes > stage_bytes else "smem_stages",
+            f"needs {smem} bytes of shared memory (q {q_bytes}, {config.smem_stages} KV stages "
+            f"{stage_bytes}, scores {score_bytes}), over {arch.name}'s {arch.smem_per_block} "
+            "per block (fewer heads_per_block, smem_stages or block_n)",
+        )
+    o_tiles = spec.latent_dim // 8 // cols
+    n_tiles = config.block_n // 8
+    if config.swap_rows:  # halves of the row path's fragments: n8 instead of m16
+        registers = (
+            o_tiles * 2  # the output accumulator: m16 tiles of output dims x 8 rows
+            + (2 if config.qk_ahead else 1) * n_tiles * 2  # scores (and the next tile's)
+            + n_tiles  # P^T fragments
+            + q_registers
+            + 4  # K/V fragments
+            + 4  # row states
+            + REGISTER_OVERHEAD
+        )
+    else:
+        registers = _row_registers(config, warp_m, o_tiles, n_tiles, q_registers)
+    return MMALayout(
+        rows=rows,
+        m_tiles=m_tiles,
+        row_groups=row_groups,
+        col_groups=cols,
+        q_register_steps=q_steps,
+        warp_m=warp_m,
+        o_tiles=o_tiles,
+        threads=threads,
+        q_bytes=q_bytes,
+        stage_bytes=stage_bytes,
+        score_bytes=score_bytes,
+        dynamic_smem=max(smem, combine_smem(threads)),
+        registers_estimate=registers,
+        swapped=bool(config.swap_rows),
+    )
+
+
+def _refuse_unspecializable(config: Config, refuse) -> None:
+    """specialize's refusals: two roles of whole warp grids, the split softmax."""
+    if config.num_warps < 2:
+        refuse("num_warps", "specialize splits the warps in two roles: at least 2")
+    if not config.split_softmax:
+        refuse("split_softmax", "specialize's softmax role shares P through shared memory: take 1")
+    if config.qk_ahead:
+        refuse("qk_ahead", "specialize computes q.K^T ahead in a role of its own: take 0")
+    if config.swap_rows:
+        refuse("swap_rows", "specialize takes the row path: swap_rows = 0")
+    if config.smem_stages < 3:
+        refuse(
+            "smem_stages",
+            "specialize keeps tiles i - 1 (P.V) and i + 1 (q.K^T) resident while the next loads: "
+            "at least 3 stages",
+        )
+
+
+def _row_registers(
+    config: Config, warp_m: int, o_tiles: int, n_tiles: int, q_registers: int
+) -> int:
+    """The register estimate of the row path (rows on the m16 side); with specialize the larger
+    of the two roles' (the q role holds q and the scores, the softmax role the output)."""
+    if config.specialize:
+        q_role = max(q_registers, warp_m * 4) + warp_m * n_tiles * 4 + 4 + REGISTER_OVERHEAD
+        v_role = warp_m * o_tiles * 4 + warp_m * 4 + 4 + warp_m * 8 + REGISTER_OVERHEAD
+        return max(q_role, v_role)
+    return (
+        warp_m * o_tiles * 4  # the output accumulator
+        + (2 if config.qk_ahead else 1) * warp_m * n_tiles * 4  # scores (and the next tile's)
+        + warp_m * (4 if config.split_softmax else (config.block_n // 16) * 4)  # P fragments
+        + max(q_registers, warp_m * 4)  # q fragments
+        + 4  # K/V fragments
+        + warp_m * 8  # row states and draft bits
+        + REGISTER_OVERHEAD
+    )

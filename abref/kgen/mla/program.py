@@ -1,0 +1,143 @@
+"""Spec + Config + layout -> the rendered CUDA program of one MLA attention variant."""
+
+from __future__ import annotations
+
+import ctypes
+
+from kgen.mla.layout import Layout
+from kgen.mla.mma_layout import MMALayout
+from kgen.mla.spec import Config, Spec
+from kgen.mla.tiled_layout import TiledLayout
+from kgen.render import CStruct, CType, Program, render_program
+
+TEMPLATES = {
+    "fma": "mla/attention.cu.jinja",
+    "mma": "mla/mma.cu.jinja",
+    "tiled": "mla/tiled.cu.jinja",
+}
+ATTENTION = "mla_attention"
+COMBINE = "mla_combine"  # the split-KV merge of pdl_combine configs
+MASK_KINDS = {"none": 0, "causal": 1, "tree": 2}
+Q_SOURCES = ("registers", "shared", "global")  # the template's Q_REGISTERS, Q_SHARED, Q_GLOBAL
+
+
+class KernelParams(ctypes.Structure):
+    """mla::Params, the kernel's one argument. The C++ struct is generated from this field list
+    (kgen.render.CStruct), with an offset check per field."""
+
+    _fields_ = [
+        ("q", ctypes.c_void_p),  # [B, Q_LEN, HEADS, HEAD_DIM]
+        ("q_sb", ctypes.c_int64),
+        ("q_st", ctypes.c_int64),
+        ("q_sh", ctypes.c_int64),
+        ("kv", ctypes.c_void_p),  # [pages, PAGE_SIZE, HEAD_DIM]
+        ("kv_sp", ctypes.c_int64),
+        ("kv_sr", ctypes.c_int64),
+        ("block_table", ctypes.c_void_p),  # [B, max_pages]
+        ("bt_sb", ctypes.c_int64),
+        ("max_pages", ctypes.c_int32),
+        ("num_pages", ctypes.c_int32),
+        ("seq_lens", ctypes.c_void_p),  # [B]
+        ("mask", ctypes.c_void_p),  # tree: [B or 1, Q_LEN] bit rows
+        ("mask_sb", ctypes.c_int64),
+        ("out", ctypes.c_void_p),  # [B, Q_LEN, HEADS, LATENT_DIM]
+        ("o_sb", ctypes.c_int64),
+        ("o_st", ctypes.c_int64),
+        ("o_sh", ctypes.c_int64),
+        ("lse", ctypes.c_void_p),  # [B, Q_LEN, HEADS]
+        ("ws_o", ctypes.c_void_p),  # split-KV partials, see templates/mla/combine.cuh
+        ("ws_lse", ctypes.c_void_p),
+        (
+            "counters",
+            ctypes.c_void_p,
+        ),  # [B, head groups, combine groups + 1], zero between launches
+        ("scale_log2", ctypes.c_float),  # softmax scale * log2(e)
+    ]
+
+
+PARAMS = CStruct(
+    "Params",
+    KernelParams,
+    (
+        ("q", "const T"),
+        ("kv", "const T"),
+        ("block_table", "const int"),
+        ("seq_lens", "const int"),
+        ("mask", "const unsigned long long"),
+        ("out", "T"),
+        ("lse", "float"),
+        ("ws_o", "float"),
+        ("ws_lse", "float"),
+        ("counters", "int"),
+    ),
+)
+
+
+def shape_values(spec, config, rows: int, params: CStruct) -> dict:
+    """The values every MLA template binds (both families): the op's shape and the block's."""
+    return {
+        "dtype": CType.from_dtype(spec.dtype),
+        "heads": spec.heads,
+        "q_len": spec.q_len,
+        "latent_dim": spec.latent_dim,
+        "rope_dim": spec.rope_dim,
+        "page_size": spec.page_size,
+        "heads_per_block": config.heads_per_block,
+        "num_warps": config.num_warps,
+        "block_n": config.block_n,
+        "smem_stages": config.smem_stages,
+        "rows": rows,
+        "params_struct": params,
+    }
+
+
+def _op_values(spec: Spec, config: Config, rows: int) -> dict:
+    # A mask that hides nothing ('causal' over one row) renders the decode kernel: the same code,
+    # without the draft tiles' loop, whose other tile order would round the result differently.
+    mask = "none" if spec.masks_nothing else spec.mask
+    return {**shape_values(spec, config, rows, PARAMS), "mask_kind": MASK_KINDS[mask]}
+
+
+def template_values(spec: Spec, config: Config, layout: Layout | MMALayout | TiledLayout) -> dict:
+    """Every value the template binds, as validated Python values (kgen.render makes them C++)."""
+    values = _op_values(spec, config, layout.rows)
+    if isinstance(layout, TiledLayout):
+        return {**values, "qk_chunk": layout.qk_chunk, "pdl_combine": bool(config.pdl_combine)}
+    if isinstance(layout, MMALayout):
+        return {
+            **values,
+            "col_groups": layout.col_groups,
+            "min_blocks": config.min_blocks,
+            "qk_ahead": bool(config.qk_ahead),
+            "split_reduce": bool(config.split_reduce),
+            "split_softmax": bool(config.split_softmax),
+            "swap_rows": bool(config.swap_rows),
+            "pdl_combine": bool(config.pdl_combine),
+            "specialize": bool(config.specialize),
+            "q_register_steps": layout.q_register_steps,
+            "smem_bytes": layout.main_smem,
+        }
+    return {
+        **values,
+        "vec_width": config.vec_width,
+        "rows_per_warp": layout.rows_per_warp,
+        "row_warps": layout.row_warps,
+        "pos_groups": layout.pos_groups,
+        "q_source": Q_SOURCES.index(layout.q_source),
+        "q_smem_bytes": layout.q_smem_bytes,
+    }
+
+
+def compiled_fields(config: Config) -> dict:
+    """The Config fields that shape the compiled code (kv_splits is a launch parameter)."""
+    return {k: v for k, v in config.to_dict().items() if k != "kv_splits"}
+
+
+def mla_program(spec: Spec, config: Config, layout: Layout | MMALayout | TiledLayout) -> Program:
+    return render_program(
+        name=f"mla_{spec.short_name()}_{config.short_name()}",
+        template=TEMPLATES[config.compute],
+        values=template_values(spec, config, layout),
+        entry_points=(ATTENTION, COMBINE) if config.pdl_combine else (ATTENTION,),
+        meta={"family": "mla", "spec": spec.to_dict(), "config": compiled_fields(config)},
+    )

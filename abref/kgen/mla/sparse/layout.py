@@ -1,0 +1,179 @@
+"""How a (SparseSpec, SparseConfig) pair maps onto a thread block, and whether it can work on an
+arch. Mirrors templates/mla_sparse/: the warp grid over m16 tiles of heads, the shared-memory
+layout (q, the gathered tiles, the dequantized tile, partial scores, slots) and a register
+estimate. `sparse_layout_for` refuses what cannot work (SparseConfigError naming the field and the
+reason) before anything is compiled; the register estimate is only a pruning hint."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kgen.arch import Arch
+from kgen.mla.layout import (
+    ConfigError,
+    combine_smem,
+    mma_warp_grid,
+    padded_row_bytes,
+    refuse_pdl_below_sm90,
+    refuse_unsplit_softmax,
+    refuser,
+    split_softmax_smem,
+)
+from kgen.mla.sparse import fp8
+from kgen.mla.sparse.spec import SparseConfig, SparseSpec
+
+MAX_BLOCK_N = 64
+Q_REGISTER_LIMIT = 40  # q fragments a warp keeps in registers; beyond, q lives in shared memory
+REGISTER_OVERHEAD = 40  # indices, pointers, row states, loop state: an allowance
+
+
+class SparseConfigError(ConfigError):
+    """A SparseConfig that cannot work for this SparseSpec on this arch."""
+
+
+@dataclass(frozen=True)
+class SparseLayout:
+    rows: int  # query rows per block: heads_per_block (one query token per block)
+    m_tiles: int
+    row_groups: int
+    col_groups: int
+    warp_m: int  # m16 tiles per warp
+    o_tiles: int  # n8 tiles of output columns per warp
+    threads: int
+    q_in_registers: bool
+    stage_row_bytes: int  # one gathered row in a pipeline stage (16-bit rows padded for ldmatrix)
+    tile_row_bytes: int  # one row of a 16-bit tile that ldmatrix reads
+    q_bytes: int
+    stage_bytes: int  # the cp.async stages (raw fp8 or 16-bit tiles)
+    tile_bytes: int  # dequantized 16-bit tiles (fp8 only)
+    score_bytes: int
+    softmax_bytes: int  # split_softmax: 16-bit P, then a rescale factor (later m) and l per row
+    slot_bytes: int  # the cache slot of every row of every stage (-1: masked)
+    scale_bytes: int  # fp8: the 4 float32 scales of every row of every dequantized tile
+    gather_items: int  # gather instructions per thread per tile
+    registers_estimate: int
+
+    @property
+    def q_placement(self) -> str:
+        """Where q's A fragments come from: registers or shared memory."""
+        return "registers" if self.q_in_registers else "shared"
+
+    @property
+    def main_smem(self) -> int:
+        return (
+            self.q_bytes
+            + self.stage_bytes
+            + self.tile_bytes
+            + self.score_bytes
+            + self.slot_bytes
+            + self.scale_bytes
+            + self.softmax_bytes
+        )
+
+    @property
+    def dynamic_smem(self) -> int:
+        return max(self.main_smem, combine_smem(self.threads))
+
+
+def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> SparseLayout:
+    refuse = refuser(spec, config, arch, SparseConfigError)
+
+    fp8_cache = spec.kv_format == "fp8"
+    if spec.heads % config.heads_per_block:
+        refuse("heads_per_block", f"must divide heads={spec.heads}")
+    if config.block_n % 16 or config.block_n > MAX_BLOCK_N:
+        refuse("block_n", f"a multiple of 16 up to {MAX_BLOCK_N} (m16n8k16 tiles of rows)")
+    threads = config.num_warps * 32
+    if threads > arch.max_threads_per_block:
+        refuse("num_warps", f"{threads} threads exceed {arch.max_threads_per_block} per block")
+    if threads % config.block_n:
+        refuse("block_n", f"must divide the {threads} threads (each row is gathered by as many)")
+    if config.dequant == "registers" and not fp8_cache:
+        refuse("dequant", "'registers' applies to an fp8 cache; a bf16 cache takes 'shared'")
+    if config.dequant == "registers" and config.smem_stages != 2:
+        refuse("smem_stages", "dequant='registers' double-buffers the dequantized tile: 2")
+    if config.dequant == "shared" and config.smem_stages < 2:
+        refuse("smem_stages", "the cp.async gather pipeline needs at least 2 stages")
+    refuse_pdl_below_sm90(config, arch, refuse)
+    refuse_unsplit_softmax(config, refuse)
+    if config.min_blocks * threads > arch.max_threads_per_sm:
+        refuse(
+            "min_blocks",
+            f"{config.min_blocks} blocks of {threads} threads exceed {arch.name}'s "
+            f"{arch.max_threads_per_sm} threads per SM",
+        )
+    cols = config.col_groups
+    rows = config.heads_per_block
+    m_tiles, row_groups, warp_m = mma_warp_grid(spec.latent_dim, config, rows, refuse)
+
+    tile_row_bytes = padded_row_bytes(spec.head_dim)
+    stage_row_bytes = fp8.TOKEN_BYTES if fp8_cache else tile_row_bytes
+    q_registers = warp_m * math.ceil(spec.head_dim // 16 / cols) * 4
+    q_in_registers = q_registers <= Q_REGISTER_LIMIT
+    q_bytes = 0 if q_in_registers else m_tiles * 16 * tile_row_bytes
+    block_n = config.block_n
+    if config.dequant == "registers":
+        stage_bytes, tile_bytes = 0, 2 * block_n * tile_row_bytes
+    else:
+        stage_bytes = config.smem_stages * block_n * stage_row_bytes
+        tile_bytes = block_n * tile_row_bytes if fp8_cache else 0
+    s_stride = block_n + (24 - block_n % 16) % 16
+    score_bytes = cols * m_tiles * 16 * s_stride * 4
+    slot_bytes = max(config.smem_stages, 2) * block_n * 4
+    scale_bytes = (tile_bytes // tile_row_bytes) * fp8.GROUPS * 4  # per dequantized tile row
+    softmax_bytes = split_softmax_smem(m_tiles, block_n) if config.split_softmax else 0
+    smem = (
+        q_bytes + stage_bytes + tile_bytes + score_bytes + slot_bytes + scale_bytes + softmax_bytes
+    )
+    if max(smem, combine_smem(threads)) > arch.smem_per_block:
+        refuse(
+            "heads_per_block" if q_bytes > stage_bytes + tile_bytes else "smem_stages",
+            f"needs {smem} bytes of shared memory (q {q_bytes}, {config.smem_stages} gather "
+            f"stages {stage_bytes}, dequantized tiles {tile_bytes}, scores {score_bytes}, "
+            f"split softmax {softmax_bytes}), over "
+            f"{arch.name}'s {arch.smem_per_block} per block (fewer heads_per_block, smem_stages "
+            "or block_n)",
+        )
+
+    per_row = threads // block_n
+    if config.dequant == "registers":  # latent pieces carry their scale; the scales are not copied
+        items = (spec.latent_dim + 2 * spec.rope_dim) // config.gather_bytes
+    else:
+        items = spec.token_bytes // config.gather_bytes
+    gather_items = math.ceil(items / per_row)
+    o_tiles = spec.latent_dim // 8 // cols
+    in_flight = (
+        gather_items * (config.gather_bytes // 4 + 1) if config.dequant == "registers" else 0
+    )
+    registers = (
+        warp_m * o_tiles * 4  # the output accumulator
+        + warp_m * (block_n // 8) * 4  # scores
+        + warp_m * (block_n // 16) * 4  # P fragments
+        + (q_registers if q_in_registers else warp_m * 4)
+        + 4  # K/V fragments
+        + warp_m * 4  # row states
+        + in_flight
+        + REGISTER_OVERHEAD
+    )
+    return SparseLayout(
+        rows=rows,
+        m_tiles=m_tiles,
+        row_groups=row_groups,
+        col_groups=cols,
+        warp_m=warp_m,
+        o_tiles=o_tiles,
+        threads=threads,
+        q_in_registers=q_in_registers,
+        stage_row_bytes=stage_row_bytes,
+        tile_row_bytes=tile_row_bytes,
+        q_bytes=q_bytes,
+        stage_bytes=stage_bytes,
+        tile_bytes=tile_bytes,
+        score_bytes=score_bytes,
+        softmax_bytes=softmax_bytes,
+        slot_bytes=slot_bytes,
+        scale_bytes=scale_bytes,
+        gather_items=gather_items,
+        registers_estimate=registers,
+    )

@@ -1,0 +1,200 @@
+"""What an MLA attention kernel computes (Spec) and how a variant is built (Config)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kgen.dtypes import DTYPES
+from kgen.params import Params
+
+MAX_SPLITS = 1024  # the fused combine keeps a row's split weights in shared memory
+
+MASKS = ("none", "causal", "tree")
+MAX_Q_LEN = 64  # a draft-tree row is one 64-bit word
+COMPUTES = ("fma", "mma", "tiled")
+
+
+class AttentionShape:
+    """What both MLA families derive from latent_dim, rope_dim and dtype."""
+
+    latent_dim: int
+    rope_dim: int
+    dtype: str
+
+    @property
+    def head_dim(self) -> int:
+        return self.latent_dim + self.rope_dim
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPES[self.dtype].size
+
+    @property
+    def torch_dtype(self):
+        return DTYPES[self.dtype].torch()
+
+    @property
+    def default_scale(self) -> float:
+        return 1.0 / math.sqrt(self.head_dim)
+
+
+@dataclass(frozen=True)
+class Spec(AttentionShape, Params):
+    """The op: H heads, T query tokens per sequence, the latent/rope split of the cached vector,
+    the element type of q and the cache, the cache's page size and the mask over draft tokens."""
+
+    heads: int
+    q_len: int = 1
+    latent_dim: int = 512
+    rope_dim: int = 64
+    dtype: str = "bfloat16"
+    page_size: int = 64
+    mask: str = "none"
+
+    def __post_init__(self):
+        self._require_int("heads", 1, 1024)
+        self._require_int("q_len", 1, MAX_Q_LEN)
+        self._require_int("latent_dim", 1, 4096)
+        self._require_int("rope_dim", 0, 4096)
+        self._require_int("page_size", 1, 1 << 20)
+        self._require_choice("dtype", tuple(DTYPES))
+        self._require_choice("mask", MASKS)
+        self._require(
+            self.mask != "none" or self.q_len == 1,
+            "mask",
+            f"'none' means plain decode (q_len 1); q_len={self.q_len} needs 'causal' or 'tree'",
+        )
+
+    @property
+    def masks_nothing(self) -> bool:
+        """Whether the mask hides no position from any row: 'none', or 'causal' over one row."""
+        return self.mask == "none" or (self.mask == "causal" and self.q_len == 1)
+
+    def short_name(self) -> str:
+        dt = DTYPES[self.dtype].short
+        dims = (
+            ""
+            if (self.latent_dim, self.rope_dim) == (512, 64)
+            else f"_d{self.latent_dim}r{self.rope_dim}"
+        )
+        return f"{dt}_h{self.heads}_t{self.q_len}_p{self.page_size}_{self.mask}{dims}"
+
+
+def head_groups_of(spec: Spec, config: Config) -> int:
+    """Blocks of heads a sequence's split is cut into (the last may hold fewer heads)."""
+    return -(-spec.heads // config.heads_per_block)
+
+
+@dataclass(frozen=True)
+class Config(Params):
+    """A design point.
+
+    heads_per_block: heads one block serves (with all q_len rows), so a KV tile read once serves
+      them all: 1 = most blocks and most re-reads, heads = fully amortised. It divides heads,
+      except on the mma row path (no swap_rows, no specialize), where the last head group may
+      hold fewer heads: its block's other rows compute nothing anyone reads (e.g. 48-row 12-warp
+      blocks at H = 128: head groups of 48, 48 and 32 heads).
+    kv_splits: KV split count (flash-decoding), at most MAX_SPLITS; the splits of a group merge
+      their partial results in the same launch (templates/mla/combine.cuh). A launch parameter:
+      it does not change the compiled code.
+    vec_width: elements per global load (at most 16 bytes).
+    smem_stages: 0 = KV from global memory straight into registers, 1 = through one shared tile,
+      >= 2 = a cp.async pipeline that many tiles deep.
+    num_warps: warps per block, a power of two except on the mma path (12: three row groups of
+      four column groups). block_n: KV positions per tile (per warp, in registers, when
+      smem_stages is 0).
+    compute: "fma" (CUDA cores, any dtype), "mma" (tensor cores: mma.sync m16n8k16 with ldmatrix
+      and cp.async, float16/bfloat16 only) or "tiled" (CUDA cores on register tiles, float32
+      only: 8 warps of 8 rows, at most 64 rows a block, KV tiles of 64 positions, vec_width 4;
+      templates/mla/fma/tiled.cuh).
+    col_groups: mma only: warps that share a block's rows and split the 512 output columns (and
+      the 576 head dims of q.k) between them; the other num_warps / col_groups warps split rows.
+    min_blocks: mma only: blocks per SM the kernel's registers must allow (the minimum of
+      __launch_bounds__). 0 leaves it to ptxas, which may cap registers for occupancy and spill;
+      1 gives each thread the registers the code needs; N > 1 caps them at 1/N of the register file.
+    qk_ahead: mma only: 1 computes q.K of the next KV tile beside the softmax and P.V of this one
+      (independent work for each warp to overlap, one barrier per tile; needs smem_stages >= 3).
+    split_reduce: mma only: 1 splits the sum of the column groups' partial scores between the
+      warps of a row group (each sums a slice once, one more barrier) instead of every warp summing
+      all of them for its rows; needs col_groups > 1.
+    split_softmax: mma only: 1 splits the whole softmax of a tile between the warps of a row group
+      (each sums, masks and exponentiates a slice of the scores once) and shares P through shared
+      memory, instead of every warp computing the softmax of all its rows' scores; needs
+      col_groups > 1, excludes split_reduce (it sums the partials in its slices already).
+    swap_rows: mma only: 1 puts the block's query rows on the n8 side of both products
+      (S^T = K.q^T, O^T = V^T.P^T) instead of padding them to m16 tiles: half the MMAs and
+      accumulator registers for a block of at most 8 rows (H = 8 decode); needs mask 'none',
+      num_warps == col_groups, no split softmax or split reduce.
+    pdl_combine: mma and tiled, sm_90 or later: 1 merges the split-KV partials in a kernel of their
+      own (templates/mla/combine_kernel.cuh), launched after the attention kernel with programmatic
+      dependent launch, instead of inside it: the attention kernel carries no merge code (its
+      registers and schedule are the loop's alone) and the merge can spread over more blocks and
+      loads in flight. Two launches per call where kv_splits > 1 (one in a CUDA graph).
+    specialize: mma only: 1 gives the block's warps two roles (templates/mla/mma/specialized.cuh):
+      the first num_warps / 2 copy the KV tiles and compute q.K^T's partial scores, the others run
+      the softmax and P.V a tile behind, so that the two phases of consecutive tiles overlap on
+      different warps; each role is one row group of col_groups = num_warps / 2 warps. Needs
+      split_softmax and smem_stages >= 3, excludes qk_ahead and swap_rows. Measured on the H200:
+      a few percent faster on memory-bound decode (H <= 16, H = 64 at B = 1), a third slower on
+      the compute-bound shapes (bench/RESULTS.md, sixteenth and seventeenth sessions).
+    """
+
+    heads_per_block: int = 1
+    kv_splits: int = 1
+    vec_width: int = 8
+    smem_stages: int = 2
+    num_warps: int = 4
+    block_n: int = 32
+    compute: str = "fma"
+    col_groups: int = 4
+    min_blocks: int = 0
+    qk_ahead: int = 0
+    split_reduce: int = 0
+    split_softmax: int = 0
+    swap_rows: int = 0
+    pdl_combine: int = 0
+    specialize: int = 0
+
+    def __post_init__(self):
+        self._require_int("heads_per_block", 1, 1024)
+        self._require_int("kv_splits", 1, MAX_SPLITS)
+        self._require_int("vec_width", 1, 16)
+        self._require(
+            self.vec_width & (self.vec_width - 1) == 0, "vec_width", "must be a power of two"
+        )
+        self._require_int("smem_stages", 0, 8)
+        self._require_int("num_warps", 1, 32)
+        self._require(
+            self.num_warps & (self.num_warps - 1) == 0 or self.compute == "mma",
+            "num_warps",
+            "must be a power of two",
+        )
+        self._require_int("block_n", 1, 256)
+        self._require_choice("compute", COMPUTES)
+        self._require_int("col_groups", 1, 32)
+        self._require_int("min_blocks", 0, 32)
+        self._require_int("qk_ahead", 0, 1)
+        self._require_int("split_reduce", 0, 1)
+        self._require_int("split_softmax", 0, 1)
+        self._require_int("swap_rows", 0, 1)
+        self._require_int("pdl_combine", 0, 1)
+        self._require_int("specialize", 0, 1)
+
+    def short_name(self) -> str:
+        name = (
+            f"hb{self.heads_per_block}_v{self.vec_width}_st{self.smem_stages}"
+            f"_w{self.num_warps}_n{self.block_n}"
+        )
+        if self.compute == "fma":
+            return name
+        if self.compute == "tiled":
+            return f"{name}_tiled" + ("_pc" if self.pdl_combine else "")
+        blocks = f"_mb{self.min_blocks}" if self.min_blocks else ""
+        ahead = "_qa" if self.qk_ahead else ""
+        reduce = "_sr" if self.split_reduce else ""
+        softmax = "_ss" if self.split_softmax else ""
+        swap = "_sw" if self.swap_rows else ""
+        pdl = "_pc" if self.pdl_combine else ""
+        roles = "_ws" if self.specialize else ""
+        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{reduce}{softmax}{swap}{pdl}{roles}"

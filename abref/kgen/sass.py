@@ -1,0 +1,76 @@
+"""The SASS instruction mix of a compiled kernel, read with cuobjdump -sass: what a kernel engineer
+checks first (tensor-core MMAs, ldmatrix, cp.async, global loads, spill traffic).
+
+cuobjdump comes from the optional `nvidia-cuda-cuobjdump` + `nvidia-cuda-nvdisasm` packages
+(`pip install "kgen[sass]"`) or a CUDA toolkit on PATH; without it the mix is None.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+# Reported opcode families: column name -> SASS opcodes counted there.
+FAMILIES = {
+    "hmma": ("HMMA",),
+    "ldsm": ("LDSM",),
+    "ldgsts": ("LDGSTS",),
+    "ldg": ("LDG",),
+    "lds": ("LDS",),
+    "sts": ("STS",),
+    "spill": ("LDL", "STL"),
+}
+_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)")
+
+
+@functools.cache
+def cuobjdump() -> str | None:
+    """The cuobjdump binary: the pip package's, else one on PATH."""
+    try:
+        import nvidia.cu13
+
+        folder = Path(next(iter(nvidia.cu13.__path__))) / "bin"
+        if (folder / "cuobjdump").is_file():
+            return str(folder / "cuobjdump")
+    except (ImportError, StopIteration):
+        pass
+    return shutil.which("cuobjdump")
+
+
+def opcode_counts(sass: str) -> Counter:
+    """Opcode (without modifiers) -> occurrences in a cuobjdump -sass listing."""
+    return Counter(m.group(1) for m in _INSTRUCTION.finditer(sass))
+
+
+def disassemble(cubin: bytes, function: str | None = None) -> str | None:
+    """cuobjdump -sass of a cubin (one function's, or all), or None when cuobjdump is not
+    installed."""
+    tool = cuobjdump()
+    if tool is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        env = {**os.environ, "PATH": f"{Path(tool).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        only = ["-fun", function] if function else []
+        result = subprocess.run(
+            [tool, "-sass", *only, str(path)], capture_output=True, text=True, env=env, timeout=120
+        )
+    if result.returncode != 0:
+        raise RuntimeError(f"cuobjdump -sass failed: {result.stderr.strip()[:500]}")
+    return result.stdout
+
+
+def instruction_mix(cubin: bytes, function: str) -> dict[str, int] | None:
+    """Counts of the FAMILIES in `function`'s SASS, or None when cuobjdump is not installed."""
+    listing = disassemble(cubin, function)
+    if listing is None:
+        return None
+    counts = opcode_counts(listing)
+    return {name: sum(counts[op] for op in ops) for name, ops in FAMILIES.items()}

@@ -1,0 +1,182 @@
+// Gathering BLOCK_N cache rows by slot into shared memory, and turning fp8 rows into the 16-bit
+// rows ldmatrix reads.
+//
+// An e4m3 value is exact in float16 and bfloat16 (3 mantissa bits, exponents 2^-9 to 2^8), so the
+// 16-bit tile holds the fp8 values exactly, unscaled, and each row's 4 float32 scales go beside it
+// (row_scales: BLOCK_N x 4 floats). The scales are applied in float32 where the products are
+// formed: per scale group of the partial scores, and to P before P.V (kernel). Rounding e4m3 x
+// scale to 16 bits instead would cost a relative 2^-9 on every score, which huge logits turn into
+// an lse error far over the tolerance.
+//
+// A 16-bit tile row is the cached row (576 values) padded to an odd number of 16-byte chunks, so
+// ldmatrix's eight row addresses hit distinct banks. An fp8 cache row (kgen.mla.sparse.fp8) is
+// 656 bytes: 512 e4m3 values, 4 float32 scales (one per 128 values), 64 bf16 rope values.
+//
+// Every row of a tile is gathered by LOAD_THREADS_PER_ROW threads, GATHER_BYTES per instruction.
+// A masked row (slot -1, or past the split's end) reads nothing and holds zeros, so its V adds
+// 0 * 0 to every output (no 0 * Inf from the tensor cores).
+
+namespace mla {
+
+constexpr int NUM_THREADS = NUM_WARPS * 32;
+constexpr int CHUNKS = HEAD_DIM / 8;                          // 16-byte chunks of a 16-bit row
+constexpr int TILE_ROW_CHUNKS = CHUNKS % 2 ? CHUNKS : CHUNKS + 1;
+constexpr int ROW_ELEMS = TILE_ROW_CHUNKS * 8;                // one row of a 16-bit tile
+constexpr int TILE_ELEMS = BLOCK_N * ROW_ELEMS;
+constexpr int FP8_ROW_BYTES = LATENT_DIM + 16 + ROPE_DIM * 2;  // 656
+constexpr int FP8_SCALES = LATENT_DIM;                        // byte offsets in an fp8 row
+constexpr int FP8_ROPE = LATENT_DIM + 16;
+constexpr int SCALE_GROUP = 128;                              // latent values per scale
+// What one gathered row takes: its bytes in the cache and in a pipeline stage.
+constexpr int CACHE_ROW_BYTES = KV_FORMAT == KV_FP8 ? FP8_ROW_BYTES : HEAD_DIM * 2;
+constexpr int STAGE_ROW_BYTES = KV_FORMAT == KV_FP8 ? FP8_ROW_BYTES : ROW_ELEMS * 2;
+constexpr int STAGE_BYTES = BLOCK_N * STAGE_ROW_BYTES;
+constexpr int LOAD_THREADS_PER_ROW = NUM_THREADS / BLOCK_N;
+
+static_assert(sizeof(T) == 2, "the sparse family takes 16-bit q");
+static_assert(LATENT_DIM == 512 && ROPE_DIM == 64, "the fp8 row layout is fixed");
+static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 64, "BLOCK_N: a multiple of 16, at most 64");
+static_assert(NUM_THREADS % BLOCK_N == 0, "every row of a tile is gathered by as many threads");
+static_assert(CACHE_ROW_BYTES % GATHER_BYTES == 0 && FP8_ROPE % GATHER_BYTES == 0, "gather width");
+
+using Mma = kgen::MmaType<T>;
+
+__device__ __forceinline__ int load_row() { return threadIdx.x / LOAD_THREADS_PER_ROW; }
+__device__ __forceinline__ int load_lane() { return threadIdx.x % LOAD_THREADS_PER_ROW; }
+
+// The slot of this thread's row of the tile at `start` (-1 past `end`). Read a tile ahead of the
+// gather that uses it, so no gather waits on the index list.
+__device__ __forceinline__ int fetch_slot(const int* slots, int start, int end) {
+  const int n = start + load_row();
+  return n < end ? __ldg(slots + n) : -1;
+}
+
+__device__ __forceinline__ const unsigned char* cache_row(const Params& p, int slot) {
+  const int page = slot / PAGE_SIZE, offset = slot % PAGE_SIZE;
+  return p.kv + page * p.kv_sp + offset * p.kv_sr;
+}
+
+// Issue the gather of this thread's row (cache slot `slot`, -1: zeros) into a pipeline stage, as
+// the cached bytes are (fp8 rows whole, 16-bit rows into padded tile rows).
+__device__ __forceinline__ void gather_row(const Params& p, int slot, unsigned char* stage) {
+  constexpr int PIECES = CACHE_ROW_BYTES / GATHER_BYTES;
+  constexpr int ITEMS = (PIECES + LOAD_THREADS_PER_ROW - 1) / LOAD_THREADS_PER_ROW;
+  const unsigned char* src = slot >= 0 ? cache_row(p, slot) : p.kv;
+  unsigned char* dst = stage + load_row() * STAGE_ROW_BYTES;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    const int piece = load_lane() + j * LOAD_THREADS_PER_ROW;
+    if (PIECES % LOAD_THREADS_PER_ROW == 0 || piece < PIECES)
+      kgen::cp_async_or_zeros<GATHER_BYTES>(dst + piece * GATHER_BYTES, src + piece * GATHER_BYTES, slot < 0);
+  }
+}
+
+constexpr int SCALE_GROUPS = LATENT_DIM / SCALE_GROUP;  // 4 scales per row; rope has none
+
+constexpr bool T_IS_BF16 = Mma::EXPONENT == 0x7f80;
+
+// Two e4m3 values (low byte first) as a packed pair of T, exactly: the conversion's float16 pair
+// as it is, or through float32 to bfloat16.
+__device__ __forceinline__ unsigned widen_pair(unsigned short pair) {
+  const __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(pair), __NV_E4M3);
+  if constexpr (!T_IS_BF16) return static_cast<unsigned>(raw.x) | static_cast<unsigned>(raw.y) << 16;
+  const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&raw));
+  return Mma::pack(f.x, f.y);
+}
+
+// Four e4m3 values (one 32-bit word) as two packed pairs of T, exactly.
+__device__ __forceinline__ uint2 widen_quad(unsigned word) {
+  return make_uint2(widen_pair(word & 0xffffu), widen_pair(word >> 16));
+}
+
+// The fp8 cache keeps rope in bfloat16 whatever q's dtype: two rope values (one 32-bit word, low
+// first) as a packed pair of T (as stored for bf16 q, converted for float16 q).
+__device__ __forceinline__ unsigned rope_pair(unsigned word) {
+  if constexpr (T_IS_BF16) {
+    return word;
+  } else {
+    return Mma::pack(__uint_as_float(word << 16), __uint_as_float(word & 0xffff0000u));
+  }
+}
+template <typename W>
+__device__ __forceinline__ W rope_words(W w) {
+  if constexpr (!T_IS_BF16) {
+    unsigned* u = reinterpret_cast<unsigned*>(&w);
+#pragma unroll
+    for (int k = 0; k < static_cast<int>(sizeof(W) / 4); ++k) u[k] = rope_pair(u[k]);
+  }
+  return w;
+}
+
+// dequant='shared': a stage of raw fp8 rows -> the 16-bit tile and its rows' scales, block-wide.
+__device__ __forceinline__ void dequantize_stage(const unsigned char* stage, T* tile, float* row_scales) {
+  constexpr int LATENT_CHUNKS = LATENT_DIM / 8;  // 8 e4m3 values -> one 16-byte chunk
+  if (threadIdx.x < BLOCK_N) {
+    *reinterpret_cast<float4*>(row_scales + threadIdx.x * SCALE_GROUPS) =
+        *reinterpret_cast<const float4*>(stage + threadIdx.x * FP8_ROW_BYTES + FP8_SCALES);
+  }
+  for (int idx = threadIdx.x; idx < BLOCK_N * CHUNKS; idx += NUM_THREADS) {
+    const int n = idx / CHUNKS, c = idx % CHUNKS;
+    const unsigned char* row = stage + n * FP8_ROW_BYTES;
+    uint4 v;
+    if (c < LATENT_CHUNKS) {
+      const uint2 w = *reinterpret_cast<const uint2*>(row + c * 8);
+      const uint2 lo = widen_quad(w.x), hi = widen_quad(w.y);
+      v = make_uint4(lo.x, lo.y, hi.x, hi.y);
+    } else {
+      v = rope_words(*reinterpret_cast<const uint4*>(row + FP8_ROPE + (c - LATENT_CHUNKS) * 16));
+    }
+    *reinterpret_cast<uint4*>(tile + n * ROW_ELEMS + c * 8) = v;
+  }
+}
+
+// dequant='registers': this thread's pieces of its row held in registers between the global loads
+// and the store of their 16-bit values (a tile ahead of the compute that reads them). A latent
+// piece carries its group's scale; the first piece of a group stores it into row_scales.
+struct HeldRow {
+  static constexpr int LATENT_PIECES = LATENT_DIM / GATHER_BYTES;
+  static constexpr int PIECES = LATENT_PIECES + ROPE_DIM * 2 / GATHER_BYTES;
+  static constexpr int ITEMS = (PIECES + LOAD_THREADS_PER_ROW - 1) / LOAD_THREADS_PER_ROW;
+  using Word = typename kgen::Raw<GATHER_BYTES>::type;
+  Word words[ITEMS];
+  float scales[ITEMS];
+
+  __device__ __forceinline__ void load(const Params& p, int slot) {
+    const unsigned char* row = slot >= 0 ? cache_row(p, slot) : nullptr;
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) {
+      const int piece = load_lane() + j * LOAD_THREADS_PER_ROW;
+      words[j] = Word{};
+      scales[j] = 0.f;
+      if (row != nullptr && (PIECES % LOAD_THREADS_PER_ROW == 0 || piece < PIECES)) {
+        if (piece < LATENT_PIECES) {
+          words[j] = __ldg(reinterpret_cast<const Word*>(row + piece * GATHER_BYTES));
+          scales[j] = __ldg(reinterpret_cast<const float*>(row + FP8_SCALES + (piece * GATHER_BYTES / SCALE_GROUP) * 4));
+        } else {
+          words[j] = __ldg(reinterpret_cast<const Word*>(row + FP8_ROPE + (piece - LATENT_PIECES) * GATHER_BYTES));
+        }
+      }
+    }
+  }
+
+  __device__ __forceinline__ void store(T* tile, float* row_scales) const {
+    T* dst = tile + load_row() * ROW_ELEMS;
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) {
+      const int piece = load_lane() + j * LOAD_THREADS_PER_ROW;
+      if (!(PIECES % LOAD_THREADS_PER_ROW == 0 || piece < PIECES)) continue;
+      const unsigned* w = reinterpret_cast<const unsigned*>(&words[j]);
+      if (piece < LATENT_PIECES) {  // GATHER_BYTES e4m3 values -> 2 * GATHER_BYTES bytes of T
+#pragma unroll
+        for (int k = 0; k < GATHER_BYTES / 4; ++k)
+          *reinterpret_cast<uint2*>(dst + piece * GATHER_BYTES + 4 * k) = widen_quad(w[k]);
+        if (piece * GATHER_BYTES % SCALE_GROUP == 0)
+          row_scales[load_row() * SCALE_GROUPS + piece * GATHER_BYTES / SCALE_GROUP] = scales[j];
+      } else {
+        *reinterpret_cast<Word*>(dst + LATENT_DIM + (piece - LATENT_PIECES) * GATHER_BYTES / 2) = rope_words(words[j]);
+      }
+    }
+  }
+};
+
+}  // namespace mla
