@@ -1,3 +1,0 @@
-from kgen.cli import main
-
-raise SystemExit(main())
