@@ -48,6 +48,9 @@ Knock-outs (join several with '+'):
   novalid  (results unchanged for valid inputs) no check of the split's page ids before its
           first copies (split_range's block-table loop; its barrier stays)
   nostore  no split-KV partials written to the workspace (with nocomb: the main loop alone)
+  ws16  (knock-in, results within one rounding of the output's dtype; row path and specialised
+          block, pdl_combine) the split-KV partials stored in the output's 16-bit dtype (the
+          workspace's first half), mla_combine reading 4 of them (8 bytes) a load
   noldk  (row path) q.K^T's K fragments loaded once a tile (k step 0, first n16 pair) and zeros
           after: the MMAs all run, ~1/18 of the K ldmatrix traffic is left
   noldv  (row path) P.V's V fragments loaded for the first n16 pair of each k step only, zeros
@@ -683,6 +686,31 @@ EDITS = {
         (
             "    else *reinterpret_cast<float2*>(ws + 8 * j) = make_float2(x, y);\n",
             "    else (void)x, (void)y;\n",
+        ),
+    ],
+    "ws16": [
+        (
+            "  float* const ws = p.ws_o + slot * LATENT_DIM + (r * LATENT_DIM + d0);\n"
+            "#pragma unroll\n  for (int j = 0; j < O_TILES; ++j) {\n",
+            "  T* const ws = reinterpret_cast<T*>(p.ws_o) + slot * LATENT_DIM + (r * LATENT_DIM + d0);\n"
+            "#pragma unroll\n  for (int j = 0; j < O_TILES; ++j) {\n",
+        ),
+        (
+            "    else *reinterpret_cast<float2*>(ws + 8 * j) = make_float2(x, y);\n",
+            "    else *reinterpret_cast<unsigned*>(ws + 8 * j) = Mma::pack(x, y);\n",
+        ),
+        (
+            "constexpr int ROW_QUADS = LATENT_DIM / 4;  // float4 columns of a row\n",
+            "constexpr int ROW_QUADS = LATENT_DIM / 4;  // float4 columns of a row\n"
+            "__device__ __forceinline__ float4 load_partial4(const T* src) {\n"
+            "  const uint2 raw = __ldcg(reinterpret_cast<const uint2*>(src));\n"
+            "  const float2 a = Mma::unpack(raw.x), c = Mma::unpack(raw.y);\n"
+            "  return make_float4(a.x, a.y, c.x, c.y);\n"
+            "}\n",
+        ),
+        (
+            "__ldcg(reinterpret_cast<const float4*>(p.ws_o + slot * LATENT_DIM + d))",
+            "load_partial4(reinterpret_cast<const T*>(p.ws_o) + slot * LATENT_DIM + d)",
         ),
     ],
     "nocomb": [
