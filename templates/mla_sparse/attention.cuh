@@ -97,6 +97,7 @@ constexpr bool MAX_VOTE = NUM_WARPS < 8;
 
 {% include "mla/mma/online_softmax.cuh" %}
 {% include "mla/mma/slices.cuh" %}
+{% include "mla/mma/rows.cuh" %}
 
 namespace mla {
 
@@ -479,21 +480,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
       const int r = frag_row(ln.rg, i, h, ln.g);
       if (r >= ROWS) continue;
       const Finish fin(SPLIT_SOFTMAX ? alpha_s[r] : st.m[i][h], SPLIT_SOFTMAX ? l_s[r] : sum, range.poisoned);
-      // One address a row, the output tiles at immediate offsets (as mla/mma/attention.cuh
-      // write_row).
-      const int d0 = ln.cg * O_TILES * 8 + 2 * ln.qd;
-      T* const dst = out_row(p, bt, r) + d0;
-      float* const ws = p.ws_o + slot_base * LATENT_DIM + (r * LATENT_DIM + d0);
-#pragma unroll
-      for (int j = 0; j < O_TILES; ++j) {
-        const float x = fin.apply(o[i][j][2 * h]), y = fin.apply(o[i][j][2 * h + 1]);
-        if (num_splits == 1) *reinterpret_cast<unsigned*>(dst + 8 * j) = Mma::pack(x, y);
-        else *reinterpret_cast<float2*>(ws + 8 * j) = make_float2(x, y);
-      }
-      if (ln.cg == 0 && ln.qd == 0) {
-        if (num_splits == 1) *lse_at(p, bt, r) = fin.lse();
-        else p.ws_lse[slot_base + r] = fin.lse();
-      }
+      write_row(p, bt, r, slot_base, num_splits, fin, o[i], h, ln);
     }
   if constexpr (PDL_COMBINE) {
     kgen::launch_dependents();  // mla_combine may launch once every block is here (see mla/mma/kernel.cuh)

@@ -364,6 +364,7 @@ __device__ __forceinline__ bool visible(int n, int end, int prefix, bool valid, 
 
 {% include "mla/mma/online_softmax.cuh" %}
 {% include "mla/mma/slices.cuh" %}
+{% include "mla/mma/rows.cuh" %}
 
 namespace mla {
 
@@ -568,28 +569,6 @@ __device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
     if (row_real(r)) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + Q_SMEM_COL + c * 8));
     *reinterpret_cast<uint4*>(q_s + r * Q_ROW_ELEMS + c * 8) = v;
-  }
-}
-
-// Row r's results from this thread's output fragments o[i] (half h of the m16 tile): out/lse with
-// one split, else its slot of the workspace.
-__device__ __forceinline__ void write_row(const Params& p, int b, int r, long long slot, int num_splits, const Finish& fin,
-                                          const float (&o)[O_TILES][4], int h, const Lane& ln) {
-  // One address a row, the output tiles at immediate offsets from it (an address computed a
-  // store cost the B = 1 kernels ~60 instructions a warp); the workspace row as a 32-bit offset
-  // from the split's first row.
-  const int d0 = ln.cg * O_TILES * 8 + 2 * ln.qd;
-  T* const dst = out_row(p, b, r) + d0;
-  float* const ws = p.ws_o + slot * LATENT_DIM + (r * LATENT_DIM + d0);
-#pragma unroll
-  for (int j = 0; j < O_TILES; ++j) {
-    const float x = fin.apply(o[j][2 * h]), y = fin.apply(o[j][2 * h + 1]);
-    if (num_splits == 1) *reinterpret_cast<unsigned*>(dst + 8 * j) = Mma::pack(x, y);
-    else *reinterpret_cast<float2*>(ws + 8 * j) = make_float2(x, y);
-  }
-  if (ln.cg == 0 && ln.qd == 0) {
-    if (num_splits == 1) *lse_at(p, b, r) = fin.lse();
-    else p.ws_lse[slot + r] = fin.lse();
   }
 }
 

@@ -1,0 +1,30 @@
+// How a tensor-core warp's output fragments become a row's results, in both families (dense and
+// sparse): out and lse where a split is the whole row, else the split's slot of the workspace
+// (mla/combine.cuh's layout). Included after the family's T, Mma, O_TILES, Lane, out_row, lse_at
+// and Finish.
+
+namespace mla {
+
+// Row r's results from this thread's output fragments o[i] (half h of the m16 tile): out/lse with
+// one split, else its slot of the workspace.
+__device__ __forceinline__ void write_row(const Params& p, int b, int r, long long slot, int num_splits, const Finish& fin,
+                                          const float (&o)[O_TILES][4], int h, const Lane& ln) {
+  // One address a row, the output tiles at immediate offsets from it (an address computed a
+  // store cost the B = 1 kernels ~60 instructions a warp); the workspace row as a 32-bit offset
+  // from the split's first row.
+  const int d0 = ln.cg * O_TILES * 8 + 2 * ln.qd;
+  T* const dst = out_row(p, b, r) + d0;
+  float* const ws = p.ws_o + slot * LATENT_DIM + (r * LATENT_DIM + d0);
+#pragma unroll
+  for (int j = 0; j < O_TILES; ++j) {
+    const float x = fin.apply(o[j][2 * h]), y = fin.apply(o[j][2 * h + 1]);
+    if (num_splits == 1) *reinterpret_cast<unsigned*>(dst + 8 * j) = Mma::pack(x, y);
+    else *reinterpret_cast<float2*>(ws + 8 * j) = make_float2(x, y);
+  }
+  if (ln.cg == 0 && ln.qd == 0) {
+    if (num_splits == 1) *lse_at(p, b, r) = fin.lse();
+    else p.ws_lse[slot + r] = fin.lse();
+  }
+}
+
+}  // namespace mla
