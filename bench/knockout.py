@@ -692,7 +692,8 @@ EDITS = {
         (
             "  float* const ws = p.ws_o + slot * LATENT_DIM + (r * LATENT_DIM + d0);\n"
             "#pragma unroll\n  for (int j = 0; j < O_TILES; ++j) {\n",
-            "  T* const ws = reinterpret_cast<T*>(p.ws_o) + slot * LATENT_DIM + (r * LATENT_DIM + d0);\n"
+            "  T* const ws = reinterpret_cast<T*>(p.ws_o) + slot * LATENT_DIM\n"
+            "                + (r * LATENT_DIM + d0);\n"
             "#pragma unroll\n  for (int j = 0; j < O_TILES; ++j) {\n",
         ),
         (
