@@ -48,6 +48,8 @@ Knock-outs (join several with '+'):
   novalid  (results unchanged for valid inputs) no check of the split's page ids before its
           first copies (split_range's block-table loop; its barrier stays)
   nostore  no split-KV partials written to the workspace (with nocomb: the main loop alone)
+  nohandoff  (specialize; racy, timing only) no hand-off barrier in either role's loop: each
+          role runs its tiles at its own pace (a bound on what decoupling the roles could buy)
   ws16  (knock-in, results within one rounding of the output's dtype; row path and specialised
           block, pdl_combine) the split-KV partials stored in the output's 16-bit dtype (the
           workspace's first half), mla_combine reading 4 of them (8 bytes) a load
@@ -688,6 +690,7 @@ EDITS = {
             "    else (void)x, (void)y;\n",
         ),
     ],
+    "nohandoff": [("hand_off();  // hand-off `it`", "/* no hand-off */;  // `it`")],
     "ws16": [
         (
             "  float* const ws = p.ws_o + slot * LATENT_DIM + (r * LATENT_DIM + d0);\n"
