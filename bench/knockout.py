@@ -698,7 +698,7 @@ EDITS = {
         (
             "{ return ln.cg * 32 + ln.lane + k * GROUP_LANES; }",
             "{\n    const int lane = PAIRS_PER_ROW == 8\n"
-            "        ? (ln.lane & 7) | ((ln.lane & 8) << 1) | ((ln.lane & 16) >> 1)\n"
+            "        ? ln.lane ^ ((((ln.lane >> 3) ^ (ln.lane >> 4)) & 1) * 24)\n"
             "        : ln.lane;\n"
             "    return ln.cg * 32 + lane + k * GROUP_LANES;\n  }",
         )
