@@ -50,9 +50,6 @@ Knock-outs (join several with '+'):
   nostore  no split-KV partials written to the workspace (with nocomb: the main loop alone)
   nohandoff  (specialize; racy, timing only) no hand-off barrier in either role's loop: each
           role runs its tiles at its own pace (a bound on what decoupling the roles could buy)
-  itemrows  (knock-in, results unchanged; split softmax at 16-position tiles) the slices' lane
-          bits 3 and 4 swapped, so a half-warp's partial-score loads read rows 0 and 2 (disjoint
-          banks) instead of rows 0 and 1 (the twelfth session's branch item-rows)
   ws16  (knock-in, results within one rounding of the output's dtype; row path and specialised
           block, pdl_combine) the split-KV partials stored in the output's 16-bit dtype (the
           workspace's first half), mla_combine reading 4 of them (8 bytes) a load
@@ -694,15 +691,6 @@ EDITS = {
         ),
     ],
     "nohandoff": [("hand_off();  // hand-off `it`", "/* no hand-off */;  // `it`")],
-    "itemrows": [
-        (
-            "{ return ln.cg * 32 + ln.lane + k * GROUP_LANES; }",
-            "{\n    const int lane = PAIRS_PER_ROW == 8\n"
-            "        ? ln.lane ^ ((((ln.lane >> 3) ^ (ln.lane >> 4)) & 1) * 24)\n"
-            "        : ln.lane;\n"
-            "    return ln.cg * 32 + lane + k * GROUP_LANES;\n  }",
-        )
-    ],
     "ws16": [
         (
             "  float* const ws = p.ws_o + slot * LATENT_DIM + (r * LATENT_DIM + d0);\n"
