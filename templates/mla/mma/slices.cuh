@@ -1,10 +1,10 @@
 // The split softmax's slices, as both tensor-core families (dense and sparse) deal them: a row
-// group's (row, position pair) items of a tile go to its lanes in order, so a row's BLOCK_N / 2
+// group's (row, position pair) items of a tile go to its lanes (by rows), so a row's BLOCK_N / 2
 // pairs are consecutive lanes of one warp (a whole warp is in or out). Each lane sums the partial
 // scores of its items once, takes its rows' tile max over the row's lanes, writes P to shared
 // memory and keeps its share of l; a row whose max rose leaves its rescale factor for the warps
 // holding its output columns. Included after the family's WARP_M, M_TILES, BLOCK_N, COL_GROUPS,
-// O_TILES, S_STRIDE, P_STRIDE, SPLIT_SOFTMAX, T, Lane, frag_row and Accum, and after
+// ROW_GROUPS, O_TILES, S_STRIDE, P_STRIDE, SPLIT_SOFTMAX, T, Lane, frag_row and Accum, and after
 // online_softmax.cuh.
 
 namespace mla {
@@ -15,14 +15,15 @@ constexpr int GROUP_PAIRS = WARP_M * 16 * PAIRS_PER_ROW;
 constexpr int ITEMS = (GROUP_PAIRS + GROUP_LANES - 1) / GROUP_LANES;
 static_assert(!SPLIT_SOFTMAX || 32 % PAIRS_PER_ROW == 0, "a row's position pairs in one warp");
 
-// A row group's (row, position pair) items of a tile, dealt to its lanes in order: item k of a
-// lane is index(k); a row's BLOCK_N / 2 pairs are consecutive lanes of one warp. (The dense
-// family's SPLIT_REDUCE sums the partials of its items; SPLIT_SOFTMAX computes their softmax.)
-// At 16-position tiles a warp holds four rows of 8 lanes; with one row group they are dealt 0, 2,
-// 1, 3 (lane bits 3 and 4 swapped), so each half-warp reads the partial scores of rows two apart,
+// A row group's (row, position pair) items of a tile, dealt to its lanes: item k of a lane is
+// index(k); a row's BLOCK_N / 2 pairs are consecutive lanes of one warp. (The dense family's
+// SPLIT_REDUCE sums the partials of its items; SPLIT_SOFTMAX computes their softmax.) At
+// 16-position tiles a warp holds four rows of 8 lanes; with one row group they are dealt 0, 2, 1,
+// 3 (lane bits 3 and 4 swapped), so each half-warp reads the partial scores of rows two apart,
 // whose banks do not overlap (rows 0 and 1, S_STRIDE = 24 floats apart, share 8 banks: twice the
-// ideal wavefronts). Measured on the H200: 1-2% faster on the 16-position entries (bench/RESULTS.md,
-// thirty-third session); with three row groups the 12-warp block spilled 4 B on sm_120.
+// ideal wavefronts). Measured on the H200: 1-2% faster on the 16-position entries
+// (bench/RESULTS.md, thirty-third session); with three row groups the 12-warp block spilled 4 B on
+// sm_120, so several row groups keep the lanes in order.
 constexpr bool SWAP_ITEM_ROWS = PAIRS_PER_ROW == 8 && ROW_GROUPS == 1;
 struct Items {
   __device__ __forceinline__ static int slot(int lane) {
