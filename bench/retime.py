@@ -1,8 +1,10 @@
-"""Re-time each grid case's shipped config, the heuristic default and plain torch with the
-flushed timer (GPU time; the host's call cost hidden behind a spin kernel) and from a CUDA graph,
-after checking each against the float64 oracle. Prints one table row per case; JSON to argv[1].
+"""Re-time each grid case's config='auto' choice (the shipped tuned config on this GPU), the
+heuristic default and plain torch with the flushed timer (GPU time; the host's call cost hidden
+behind a spin kernel) and from a CUDA graph, after checking each against the float64 oracle.
+Prints one table row per case; JSON to argv[1]. --family sparse: the sparse top-k cases instead
+of the dense ones.
 
-    PYTHONPATH=. python3 bench/retime.py results.json
+    PYTHONPATH=. python3 bench/retime.py results.json [--family dense|sparse]
 """
 
 from __future__ import annotations
@@ -16,23 +18,40 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from kgen.arch import resolve_arch  # noqa: E402
-from kgen.mla.choose import choose_config  # noqa: E402
-from kgen.mla.heuristic import default_config  # noqa: E402
+from kgen.mla.choose import choose_config, compiled_default  # noqa: E402
+from kgen.mla.sparse.choose import choose_sparse_config  # noqa: E402
+from kgen.mla.sparse.heuristic import default_sparse_config  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 from kgen.tune.sweep import compile_space  # noqa: E402
 from kgen.tune.trials import Trials  # noqa: E402
 
 
+def choices(family: str, case, index: int, arch, sms: int) -> tuple:
+    """(config='auto''s config, the heuristic default) of a grid case on GPU `index`."""
+    if family == "sparse":
+        return (
+            choose_sparse_config(case.spec, case.batch, index),
+            default_sparse_config(case.spec, case.batch, arch, sms),
+        )
+    return (
+        choose_config(case.spec, case.batch, case.max_len, index),
+        compiled_default(case.spec, case.batch, case.max_len, arch, sms),
+    )
+
+
 def main() -> int:
+    args = sys.argv[1:]
+    family = "dense"
+    if "--family" in args:
+        at = args.index("--family")
+        family, args = args[at + 1], args[:at] + args[at + 2 :]
     trials = Trials()
     _, sms = trials.gpu()
     arch = resolve_arch("native")
-    out = {"ceilings": trials.ceilings(), "cases": []}
+    out = {"ceilings": trials.ceilings(), "family": family, "cases": []}
     chosen = []
-    for case in load_grid(Path(__file__).parent / "grid.json", "dense"):
-        tuned = choose_config(case.spec, case.batch, case.max_len, trials.device.index)
-        default = default_config(case.spec, case.batch, case.max_len, arch, sms)
-        chosen.append((case, tuned, default))
+    for case in load_grid(Path(__file__).parent / "grid.json", family):
+        chosen.append((case, *choices(family, case, trials.device.index, arch, sms)))
     compile_space([(c.spec, x) for c, t, d in chosen for x in (t, d)], arch.name)
     for case, tuned, default in chosen:
         row = {"case": case.name}
@@ -52,7 +71,7 @@ def main() -> int:
             flush=True,
         )
         torch.cuda.empty_cache()
-    Path(sys.argv[1] if len(sys.argv) > 1 else "retime.json").write_text(json.dumps(out, indent=1))
+    Path(args[0] if args else "retime.json").write_text(json.dumps(out, indent=1))
     return 0
 
 

@@ -3,7 +3,9 @@ for this GPU and print its resources; with cuobjdump on PATH, write its SASS to 
 (n: the name's position in the list, so two overrides of one case keep both listings).
 For comparing what two trees (or two NVRTC versions) generate for the same config.
 
-    PYTHONPATH=. python3 bench/sass_dump.py DIR CASE[:field=value,...] ...
+    PYTHONPATH=. python3 bench/sass_dump.py [--arch ARCH] DIR CASE[:field=value,...] ...
+
+(--arch: build for that arch instead of this GPU's, e.g. sm_90 or sm_120 on a machine without one.)
 """
 
 from __future__ import annotations
@@ -23,11 +25,15 @@ from time_shipped import case_config, shipped_configs  # noqa: E402
 
 
 def main() -> int:
-    out, *names = sys.argv[1:]
+    args = sys.argv[1:]
+    arch = "native"
+    if args[:1] == ["--arch"]:
+        arch, args = args[1], args[2:]
+    arch = resolve_arch(arch)
+    out, *names = args
     Path(out).mkdir(parents=True, exist_ok=True)
     grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
     configs = shipped_configs()
-    arch = resolve_arch("native")
     for n, name in enumerate(names):
         case, config = case_config(name, configs)
         kernel = build(grid[case].spec, config, arch)

@@ -1,9 +1,11 @@
 """Markdown tables for bench/RESULTS.md: the H200 figures of bench/retime.py's JSON (or, with
 --sweep, of a sweep's summary log and the shipped database), and the sm_120 resources (compiled
-here, no GPU) of each grid case's shipped and default configs.
+here, no GPU) of each grid case's shipped and default configs; with --sparse, the figures of
+`bench/retime.py --family sparse`'s JSON against issue 8's floor and targets.
 
     python3 bench/tables.py bench/results/h200-2026-11-30/retime.json
     python3 bench/tables.py --sweep bench/results/h200-2026-11-30f/sweep.log
+    python3 bench/tables.py --sparse bench/results/h200-2026-12-03a/tb/retime-sparse.json
 """
 
 from __future__ import annotations
@@ -108,6 +110,40 @@ def h200_table(path: Path) -> str:
     return _figures_table(rows)
 
 
+def sparse_h200_table(path: Path) -> str:
+    """From `bench/retime.py --family sparse`'s JSON. Floor = max(gathered bytes / the measured
+    read rate, FLOP / 645 TFLOP/s); targets (issue 8): B = 1 at most 15 µs, H <= 64 at least 60%
+    of the floor, H = 128 at least 50% of the mma.sync rate."""
+    data = json.loads(path.read_text())
+    read = data["ceilings"]["read_gbs"]
+    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json", "sparse")}
+    lines = [
+        "| case | kgen µs (graph) | config | regs, warps/SM | gathered GB/s | TFLOP/s | % floor "
+        "| % of 645 | target | met | default µs | torch µs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in data["cases"]:
+        case, t = grid[row["case"]], row["tuned"]
+        us, res = t["median_us"], t["resources"]
+        floor = max(t["bytes"] / read / 1e3, t["flops"] / MMA_SYNC_TFLOPS / 1e6)
+        rate = 100 * t["flops"] / us / 1e6 / MMA_SYNC_TFLOPS
+        if case.batch == 1:
+            target, met = "≤ 15 µs", us <= 15
+        elif case.spec.heads <= 64:
+            target, met = "≥ 60% floor", 100 * floor / us >= 60
+        else:
+            target, met = "≥ 50% of 645", rate >= 50
+        lines.append(
+            f"| {case.name} | {us:.1f} ({t['graph']['median_us']:.1f}) | "
+            f"{config_name(t['config'])} | "
+            f"{res['registers']}, {res['warps_per_sm']} | {t['bytes'] / us / 1e3:.0f} | "
+            f"{t['flops'] / us / 1e6:.1f} | {100 * floor / us:.1f} | {rate:.1f} | {target} | "
+            f"{'yes' if met else 'no'} | {row['default']['median_us']:.1f} | "
+            f"{row['torch']['median_us']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def sweep_table(log: Path) -> str:
     """The shipped configs' figures from the sweep that measured them: its summary rows (best,
     default, torch) and, where the shipped config is not the sweep's best (it spilled), the
@@ -159,6 +195,9 @@ def sm120_table() -> str:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--sparse":
+        print(sparse_h200_table(Path(sys.argv[2])))
+        raise SystemExit(0)
     if sys.argv[1] == "--sweep":
         print(sweep_table(Path(sys.argv[2])))
     else:
