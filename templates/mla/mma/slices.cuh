@@ -26,10 +26,10 @@ static_assert(!SPLIT_SOFTMAX || 32 % PAIRS_PER_ROW == 0, "a row's position pairs
 // sm_120, so several row groups keep the lanes in order.
 constexpr bool SWAP_ITEM_ROWS = PAIRS_PER_ROW == 8 && ROW_GROUPS == 1;
 struct Items {
-  __device__ __forceinline__ static int slot(int lane) {
+  __device__ __forceinline__ static int place(int lane) {  // the lane's place in the deal
     return SWAP_ITEM_ROWS ? lane ^ ((((lane >> 3) ^ (lane >> 4)) & 1) * 24) : lane;
   }
-  __device__ __forceinline__ static int index(int k, const Lane& ln) { return ln.cg * 32 + slot(ln.lane) + k * GROUP_LANES; }
+  __device__ __forceinline__ static int index(int k, const Lane& ln) { return ln.cg * 32 + place(ln.lane) + k * GROUP_LANES; }
   __device__ __forceinline__ static bool live(int k, const Lane& ln) {
     return GROUP_PAIRS % GROUP_LANES == 0 || index(k, ln) < GROUP_PAIRS;  // warp-uniform
   }
