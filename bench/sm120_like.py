@@ -8,7 +8,8 @@ First a check that the carveout holds (a spinning kernel: blocks of 44 KB fit tw
 of 60 KB one), then each case's candidates, checked against the float64 oracle and timed (L2
 flushed, median): the sm_120 heuristic default (for an sm_120 of this GPU's SM count), and where
 given, `CASE:field=value,...` variants of it (KV splits refit to the variant's blocks per SM on
-sm_120 unless set).
+sm_120 unless set). A CASE is a grid name or, as bench/offgrid.py takes them, a shape given by a
+grid entry's fields (`H=64,T=1,B=1,S=32768`).
 
     PYTHONPATH=. python3 bench/sm120_like.py [--reps N] CASE[:field=value,...] ...
 """
@@ -28,6 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
 from cuda.bindings import driver  # noqa: E402
+from offgrid import parse_shape  # noqa: E402
 from time_shipped import changed_default  # noqa: E402
 
 from kgen import device  # noqa: E402
@@ -133,7 +135,8 @@ def main() -> int:
     runs = []
     for name in args.cases:
         case_name, fields = parse_case_overrides(name)
-        runs.append((name, grid[case_name], candidate(grid[case_name], fields, sms, arch)))
+        case = grid[case_name] if case_name in grid else parse_shape(case_name)
+        runs.append((name, case, candidate(case, fields, sms, arch)))
     native = "sm_{}{}".format(*torch.cuda.get_device_capability())
     compile_space([(case.spec, config) for _, case, config in runs], native)
     trials = Trials()
