@@ -217,8 +217,10 @@ def test_a_default_whose_kernel_spills_is_passed_over(monkeypatch):
 
 def test_the_default_specialises_small_decode():
     """Decode of at most 16 heads takes the specialised kernel, whether two of its 87 KB blocks
-    share an SM (sm_90) or one fills it (sm_120's 100 KB; not sm_80's 164 KB, unmeasured), not 64
-    heads or verification; the PDL merge wherever the arch has it (sm_90, sm_120), not on sm_80."""
+    share an SM (sm_90) or one fills it (sm_120's 100 KB; not sm_80's 164 KB, unmeasured); decode
+    of 64 or 128 heads (16-head groups) only where one fills the SM (sm_120) and its one wave
+    fills the SMs about as well as the one-role default's; verification never; the PDL merge
+    wherever the arch has it (sm_90, sm_120), not on sm_80."""
     by_name = {c.name: c for c in GRID}
 
     def default(name, arch, sms=132):
@@ -238,7 +240,18 @@ def test_the_default_specialises_small_decode():
             )
             assert blocks == (2 if arch == "sm_90" else 1)
         assert default(name, "sm_80", 108).specialize == 0  # 164 KB: two 3-stage one-role blocks
-    for name in ("kimi-tp1-decode", "kimi-tp1-batch", "kimi-tp8-verify-tree"):
+    for name in ("kimi-tp1-decode", "kimi-tp1-decode-64k", "kimi-tp1-batch", "dsv3-tp1-batch"):
+        assert default(name, "sm_90").specialize == 0
+        # B x head groups = 4: one 16-head block an SM fills 188 SMs at 47 splits, 132 at 33
+        four_blocks_a_split = by_name[name].batch * by_name[name].spec.heads // 16 == 4
+        for sms in (132, 188):
+            ws = default(name, "sm_120", sms)
+            if sms == 188 and not four_blocks_a_split:  # 64 blocks a split: 128 of 188 SMs
+                assert ws.specialize == 0 and ws.kv_splits == 5  # 320 of 376 two-block slots
+                continue
+            assert (ws.specialize, ws.heads_per_block, ws.num_warps) == (1, 16, 8)
+            assert ws.smem_stages == 4 and ws.kv_splits == (sms // 4 if four_blocks_a_split else 2)
+    for name in ("kimi-tp8-verify-tree", "kimi-tp8-verify-batch", "kimi-tp1-verify-tree"):
         assert default(name, "sm_90").specialize == 0
         assert default(name, "sm_120", 188).specialize == 0
     assert default("kimi-tp1-batch", "sm_120", 188).pdl_combine == 1

@@ -198,28 +198,62 @@ def default_config(
         raise ConfigError(f"no default config fits {spec.short_name()} on {arch.name}")
     specialized = _specialized(spec, config, arch) if config.compute == "mma" else None
     if specialized is not None and accept(_with_pdl(specialized[0], arch)):
-        config, layout = specialized
-    occupancy = arch.occupancy(layout.threads, layout.registers_estimate, layout.dynamic_smem)
-    splits = one_wave_splits(spec, config, batch, max_seq_len, occupancy.blocks_per_sm, sm_count)
+        # one head group: always (measured); several: where its wave fills the SMs about as well
+        shape = (spec, batch, max_seq_len, arch, sm_count)
+        if config.heads_per_block == spec.heads or (
+            SPECIALIZED_MIN_GAIN * _wave_fill(*specialized, *shape)
+            >= _wave_fill(config, layout, *shape)
+        ):
+            config, layout = specialized
+    splits = one_wave_splits(spec, config, batch, max_seq_len, _blocks(arch, layout), sm_count)
     return replace(_with_pdl(config, arch), kv_splits=splits)
+
+
+def _blocks(arch: Arch, layout) -> int:
+    """Blocks per SM of a layout, as the layout model counts them."""
+    return arch.occupancy(
+        layout.threads, layout.registers_estimate, layout.dynamic_smem
+    ).blocks_per_sm
+
+
+def _wave_fill(
+    config: Config, layout, spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_count: int
+):
+    """The share of its waves' block slots that the grid of `config` at its default splits fills."""
+    slots = sm_count * max(1, _blocks(arch, layout))
+    splits = one_wave_splits(spec, config, batch, max_seq_len, slots // sm_count, sm_count)
+    grid = batch * head_groups_of(spec, config) * splits
+    return grid / (math.ceil(grid / slots) * slots)
 
 
 SPECIALIZED_MAX_HEADS = 16  # decode of at most 16 heads: memory-bound, one m16 tile per block
 ONE_SPECIALIZED_BLOCK_SMEM = 100 * 1024  # SMs this small run one specialised block (sm_120's)
+# The least the specialised block gained over the one-role default in several head groups at
+# sm_120's occupancy, grids filling the SMs alike (3.5%: thirty-fourth session); where one wave of
+# it (one block an SM) fills fewer of the SMs than the one-role default's (two an SM) does, by
+# more than that, the one-role default stays (sm_120's 188 SMs at B x head groups = 64: 68% of
+# them against 85%).
+SPECIALIZED_MIN_GAIN = 1.035
 
 
 def _specialized(spec: Spec, config: Config, arch: Arch):
-    """Decode of at most 16 heads, the block holding them all: warps in two roles, 16-position
-    tiles four deep (87 KB), (config, layout); None where it does not apply or fit. Measured
-    (bench/RESULTS.md): 2-6% faster than the one-role default on the H200, two blocks an SM
-    (seventeenth session); 4-12% at sm_120's occupancy, one block an SM against two of 44 KB
-    (twentieth, bench/sm120_like.py). So: where two fit an SM, or one fills an SM of at most
-    sm_120's 100 KB (sm_86 and sm_89 too, unmeasured); not on sm_80 (164 KB, where one-role
-    blocks of 3 stages fit twice: unmeasured). The compute-bound cases lose a third with it."""
+    """Decode whose block holds at most 16 heads: warps in two roles, 16-position tiles four deep
+    (87 KB), (config, layout); None where it does not apply or fit. Measured (bench/RESULTS.md):
+    where the block holds all of H <= 16 heads, 2-6% faster than the one-role default on the
+    H200, two blocks an SM (seventeenth session), and 4-12% at sm_120's occupancy, one block an
+    SM against two of 44 KB (twentieth, bench/sm120_like.py). So: where two fit an SM, or one
+    fills an SM of at most sm_120's 100 KB (sm_86 and sm_89 too, unmeasured); not on sm_80
+    (164 KB, where one-role blocks of 3 stages fit twice: unmeasured). Decode in several head
+    groups takes it only where one block fills the SM: at sm_120's occupancy 3.5-9% faster than
+    the one-role default on every shape measured (H = 32-128, B = 1-16, 4k-64k positions, the
+    compute-bound ones too; thirty-fourth session), where its grid fills the SMs about as well
+    (default_config: SPECIALIZED_MIN_GAIN); on the H200, two blocks an SM against three one-role
+    ones, the compute-bound shapes lose a third with it (sixteenth session)."""
+    several_groups = config.heads_per_block != spec.heads
     if (
         spec.q_len != 1
-        or spec.heads > SPECIALIZED_MAX_HEADS
-        or config.heads_per_block != spec.heads
+        or config.heads_per_block > SPECIALIZED_MAX_HEADS
+        or (several_groups and arch.smem_per_sm > ONE_SPECIALIZED_BLOCK_SMEM)
     ):
         return None
     candidate = Config(
