@@ -494,6 +494,23 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                 ),
             ),
             # warps in two roles (specialize): q.K^T and copies, softmax and P.V a tile behind
+            (  # sm_120's default for decode in 16-head groups (four stages, the PDL merge)
+                64,
+                1,
+                "bfloat16",
+                64,
+                "none",
+                dict(
+                    heads_per_block=16,
+                    kv_splits=5,
+                    smem_stages=4,
+                    block_n=16,
+                    num_warps=8,
+                    split_softmax=1,
+                    specialize=1,
+                    pdl_combine=1,
+                ),
+            ),
             (
                 64,
                 1,
