@@ -196,34 +196,27 @@ def default_config(
             break
     else:
         raise ConfigError(f"no default config fits {spec.short_name()} on {arch.name}")
+    shape = (spec, batch, max_seq_len, arch, sm_count)
+    splits, fill = _one_wave(config, layout, *shape)
     specialized = _specialized(spec, config, arch) if config.compute == "mma" else None
     if specialized is not None and accept(_with_pdl(specialized[0], arch)):
         # one head group: always (measured); several: where its wave fills the SMs about as well
-        shape = (spec, batch, max_seq_len, arch, sm_count)
-        if config.heads_per_block == spec.heads or (
-            SPECIALIZED_MIN_GAIN * _wave_fill(*specialized, *shape)
-            >= _wave_fill(config, layout, *shape)
-        ):
-            config, layout = specialized
-    splits = one_wave_splits(spec, config, batch, max_seq_len, _blocks(arch, layout), sm_count)
+        ws_splits, ws_fill = _one_wave(*specialized, *shape)
+        if config.heads_per_block == spec.heads or SPECIALIZED_MIN_GAIN * ws_fill >= fill:
+            (config, layout), splits = specialized, ws_splits
     return replace(_with_pdl(config, arch), kv_splits=splits)
 
 
-def _blocks(arch: Arch, layout) -> int:
-    """Blocks per SM of a layout, as the layout model counts them."""
-    return arch.occupancy(
-        layout.threads, layout.registers_estimate, layout.dynamic_smem
-    ).blocks_per_sm
-
-
-def _wave_fill(
+def _one_wave(
     config: Config, layout, spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_count: int
-):
-    """The share of its waves' block slots that the grid of `config` at its default splits fills."""
-    slots = sm_count * max(1, _blocks(arch, layout))
-    splits = one_wave_splits(spec, config, batch, max_seq_len, slots // sm_count, sm_count)
-    grid = batch * head_groups_of(spec, config) * splits
-    return grid / (math.ceil(grid / slots) * slots)
+) -> tuple[int, float]:
+    """The default's KV splits for `config` (one_wave_splits, at the layout model's blocks per SM)
+    and the share of its waves' block slots that grid fills."""
+    blocks = arch.occupancy(layout.threads, layout.registers_estimate, layout.dynamic_smem)
+    per_sm = max(1, blocks.blocks_per_sm)
+    splits = one_wave_splits(spec, config, batch, max_seq_len, per_sm, sm_count)
+    grid, slots = batch * head_groups_of(spec, config) * splits, sm_count * per_sm
+    return splits, grid / (math.ceil(grid / slots) * slots)
 
 
 SPECIALIZED_MAX_HEADS = 16  # decode of at most 16 heads: memory-bound, one m16 tile per block
