@@ -9,6 +9,7 @@ of the dense ones.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -40,11 +41,11 @@ def choices(family: str, case, index: int, arch, sms: int) -> tuple:
 
 
 def main() -> int:
-    args = sys.argv[1:]
-    family = "dense"
-    if "--family" in args:
-        at = args.index("--family")
-        family, args = args[at + 1], args[:at] + args[at + 2 :]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", nargs="?", default="retime.json", type=Path)
+    parser.add_argument("--family", choices=("dense", "sparse"), default="dense")
+    args = parser.parse_args()
+    family = args.family
     trials = Trials()
     _, sms = trials.gpu()
     arch = resolve_arch("native")
@@ -71,7 +72,7 @@ def main() -> int:
             flush=True,
         )
         torch.cuda.empty_cache()
-    Path(args[0] if args else "retime.json").write_text(json.dumps(out, indent=1))
+    args.out.write_text(json.dumps(out, indent=1))
     return 0
 
 

@@ -12,6 +12,8 @@ sm_120 unless set). A CASE is a grid name or, as bench/offgrid.py takes them, a 
 grid entry's fields (`H=64,T=1,B=1,S=32768`).
 
     PYTHONPATH=. python3 bench/sm120_like.py [--reps N] CASE[:field=value,...] ...
+
+JSON lines to stdout; a line a run for the eye (`sm120_like: ...`) to stderr.
 """
 
 from __future__ import annotations
@@ -149,6 +151,15 @@ def main() -> int:
         row["sm_120"] = {"blocks_per_sm": occ.blocks_per_sm, "warps_per_sm": occ.warps_per_sm}
         row["carveout_percent"], row["default_arch"] = args.percent, arch.name
         print(json.dumps(row), flush=True)
+        error = r.get("error")  # the oracle's error, or what went wrong
+        error = f"{error:.1e}" if isinstance(error, float) else str(error or "")[:60]
+        print(
+            f"sm120_like: {name[:40]:40s} {row['config']:42s} s{config.kv_splits:<4} "
+            f"{r['status']:5s} {r.get('median_us') or 0:8.1f} us  err {error}  "
+            f"sm_120 {occ.blocks_per_sm} blocks / {occ.warps_per_sm} warps an SM",
+            file=sys.stderr,
+            flush=True,
+        )
     return 0
 
 

@@ -195,12 +195,10 @@ def sm120_table() -> str:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--sparse":
+    if sys.argv[1] == "--sparse":  # the sparse cases have no sm_120 table here
         print(sparse_h200_table(Path(sys.argv[2])))
-        raise SystemExit(0)
-    if sys.argv[1] == "--sweep":
-        print(sweep_table(Path(sys.argv[2])))
     else:
-        print(h200_table(Path(sys.argv[1])))
-    print()
-    print(sm120_table())
+        sweep = sys.argv[1] == "--sweep"
+        print(sweep_table(Path(sys.argv[2])) if sweep else h200_table(Path(sys.argv[1])))
+        print()
+        print(sm120_table())
