@@ -641,6 +641,14 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
         Spec(heads=128, q_len=1, dtype="bfloat16", page_size=64, mask="none"),
         three_row_config(48, kv_splits=2, smem_stages=3, split_softmax=1, min_blocks=1),
     ),
+    # sm_120's default for verification of many heads: 48-row blocks four deep, ragged (6 heads
+    # of 8 draft tokens, H = 64: head groups of 6 ... 6, 4), the PDL merge
+    (
+        Spec(heads=64, q_len=8, dtype="bfloat16", page_size=16, mask="tree"),
+        three_row_config(
+            6, kv_splits=4, smem_stages=4, split_softmax=1, min_blocks=1, pdl_combine=1
+        ),
+    ),
 ]
 
 

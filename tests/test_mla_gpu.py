@@ -442,6 +442,7 @@ RAGGED_SHAPES = [
     (8, 16, "tree", 3, 12, 4),  # 3, 3, 2 heads of 16 rows
     (5, 16, "causal", 3, 12, 4),
     (12, 8, "tree", 5, 12, 4),  # 40 rows (three m16 tiles), head groups 5, 5, 2
+    (64, 8, "tree", 6, 12, 4),  # sm_120's verification default: 10 groups of 6 heads, then 4
     (5, 1, "none", 3, 4, 4),
     (7, 4, "tree", 2, 4, 4),
     (16, 2, "causal", 6, 4, 4),

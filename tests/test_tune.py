@@ -258,6 +258,39 @@ def test_the_default_specialises_small_decode():
     assert default("kimi-tp1-batch", "sm_80", 108).pdl_combine == 0
 
 
+def test_the_sm120_default_verifies_in_three_row_blocks_where_their_wave_fills_the_sms():
+    """Verification on sm_120 takes one 12-warp block of 48 rows (48 / q_len heads, four stages)
+    where a ragged last head group leaves at most 5% of the rows idle and one wave of its blocks
+    fills the SMs about as well as two 4-warp blocks an SM do; never on sm_90 (three 4-warp
+    blocks fit an SM there)."""
+    by_name = {c.name: c for c in GRID}
+
+    def default(spec, batch, seq_len, arch="sm_120", sms=132):
+        return default_config(spec, batch, seq_len, ARCHS[arch], sms)
+
+    tree = by_name[
+        "kimi-tp1-verify-tree"
+    ]  # H = 64, 16 draft tokens: 22 groups of 3, 1 idle row of 66
+    args = (tree.spec, tree.batch, tree.max_len)
+    for sms, splits in ((132, 6), (188, 8)):
+        config = default(*args, sms=sms)
+        assert (config.num_warps, config.heads_per_block, config.smem_stages) == (12, 3, 4)
+        assert config.kv_splits == splits and config.split_softmax == 1
+    assert default(*args, arch="sm_90").num_warps == 4
+    # H = 8 and 16 in groups of 3: 1 of 9 or 2 of 18 rows idle (12.5%)
+    for name in ("kimi-tp8-verify-tree", "kimi-tp8-verify-batch"):
+        c = by_name[name]
+        assert default(c.spec, c.batch, c.max_len).num_warps == 4
+    assert default(Spec(heads=16, q_len=16, mask="tree"), 1, 16400).num_warps == 4
+    # H = 64 at 4 draft tokens: groups of 12 leave 8 of 72 rows idle
+    assert default(Spec(heads=64, q_len=4, mask="tree"), 1, 16400).num_warps == 4
+    # B = 4: 88 blocks fill 88 of 132 SMs at one split, two blocks an SM 256 of 264 slots
+    assert default(Spec(heads=64, q_len=16, mask="tree"), 4, 4112).num_warps == 4
+    # every head of a group real, several sequences: 2 draft tokens x 24 heads, 4 splits
+    config = default(Spec(heads=48, q_len=2, mask="causal"), 16, 4098)
+    assert (config.num_warps, config.heads_per_block, config.kv_splits) == (12, 24, 4)
+
+
 def test_bucket():
     assert bucket(1, 16448) == "b1_l32768"
     assert bucket(32, 4096) == "b32_l4096" and bucket(33, 4097) == "b64_l8192"

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from kgen.arch import Arch
 from kgen.mla.layout import ConfigError, layout_for
-from kgen.mla.mma_layout import three_row_config
+from kgen.mla.mma_layout import THREE_ROW_WARPS, three_row_config
 from kgen.mla.spec import Config, Spec, head_groups_of
 from kgen.mla.tiled_layout import tiled_config, tiled_heads
 
@@ -119,19 +119,42 @@ def _mma_candidates(spec: Spec, batch: int, sm_count: int):
         yield config, 2
 
 
+THREE_ROWS = 48  # the rows of a three-row-group block: three m16 tiles
+# Where 48 / q_len heads do not divide H, the last head group is ragged: at most this share of the
+# blocks' rows may be idle (measured at sm_120's occupancy, thirty-fifth session: 3% idle
+# rows, H = 32 and 64, gained 8-10%; 12.5%, H = 8 and 16, gained nothing or lost 11%).
+THREE_ROW_MAX_IDLE = 0.05
+# The least the three-row block gained over two 4-warp blocks an SM where both grids filled the
+# SMs alike (8.4%, H = 32 verification: thirty-fifth session); where one wave of it (one block an
+# SM) fills fewer SMs than theirs by more than that, the two blocks stay (it lost 23-30% with a
+# third of the SMs idle: H = 64, B = 4 and H = 128, B = 8 verification at one split).
+THREE_ROW_MIN_GAIN = 1.08
+
+
 def _three_row_groups(spec: Spec) -> Config | None:
     """Where three 4-warp blocks do not fit an SM (sm_120's 100 KB, sm_80's 164 KB at three
     stages): one 12-warp block of three 16-row groups on one KV pipeline, 12 warps an SM instead
-    of the two 4-warp blocks' 8. Measured on the H200 (twenty-sixth session, bench/RESULTS.md),
-    against two 4-warp blocks an SM: 10-16% faster on four shapes that 48 rows divide (against
-    three, 4-8% slower: so not where three fit). Only where 48 heads divide H: ragged,
-    at H = 128 (head groups of 48, 48 and 32, 11% of the rows idle, B = 8 over 8192 positions) it
-    was 5% slower than the two 4-warp blocks (twenty-seventh session). Decode only (no draft
-    rows): with a draft mask the block takes 168 registers and spills on sm_120 (20-56 B, NVRTC
-    13.5), whose register file holds 12 warps at 168 at most."""
-    if not spec.masks_nothing or spec.heads % 48:  # (masks_nothing: one row a sequence)
+    of the two 4-warp blocks' 8. Decode: 48 heads a block, only where 48 divides H; measured on
+    the H200 (twenty-sixth session, bench/RESULTS.md), against two 4-warp blocks an SM: 10-16%
+    faster on four shapes that 48 rows divide (against three, 4-8% slower: so not where three
+    fit); ragged, at H = 128 (head groups of 48, 48 and 32, 11% of the rows idle, B = 8 over
+    8192 positions), 5% slower (twenty-seventh session). Verification: 48 / q_len heads a block
+    (q_len dividing 48), ragged where they do not divide H if at most THREE_ROW_MAX_IDLE of the
+    rows idle, four stages: at sm_120's occupancy 8-15% faster on verification of 32-128 heads
+    at B = 1 (thirty-fifth session: draft trees of 8 and 16 tokens, 16k-64k positions; 4 stages
+    1-2% faster than 2 or 3). default_config takes it only where its wave fills the SMs about as
+    well as the two blocks' (THREE_ROW_MIN_GAIN)."""
+    if spec.masks_nothing:  # (one row a sequence)
+        if spec.heads % THREE_ROWS:
+            return None
+        return three_row_config(THREE_ROWS, smem_stages=3, min_blocks=1, split_softmax=1)
+    if THREE_ROWS % spec.q_len or THREE_ROWS // spec.q_len > spec.heads:
         return None
-    return three_row_config(48, smem_stages=3, min_blocks=1, split_softmax=1)
+    heads = THREE_ROWS // spec.q_len
+    padded = math.ceil(spec.heads / heads) * heads
+    if padded - spec.heads > THREE_ROW_MAX_IDLE * padded:
+        return None
+    return three_row_config(heads, smem_stages=4, min_blocks=1, split_softmax=1)
 
 
 TILED_MIN_ROWS = 32  # rows a tiled block must hold of its 64 (below, padding is most of its work)
@@ -197,7 +220,10 @@ def default_config(
     else:
         raise ConfigError(f"no default config fits {spec.short_name()} on {arch.name}")
     shape = (spec, batch, max_seq_len, arch, sm_count)
-    splits, fill = _one_wave(config, layout, *shape)
+    if config.compute == "mma" and config.num_warps == THREE_ROW_WARPS:
+        config, layout, splits, fill = _fuller_of_three_or_two(config, layout, shape, accept)
+    else:
+        splits, fill = _one_wave(config, layout, *shape)
     specialized = _specialized(spec, config, arch) if config.compute == "mma" else None
     if specialized is not None and accept(_with_pdl(specialized[0], arch)):
         # one head group: always (measured); several: where its wave fills the SMs about as well
@@ -205,6 +231,22 @@ def default_config(
         if config.heads_per_block == spec.heads or SPECIALIZED_MIN_GAIN * ws_fill >= fill:
             (config, layout), splits = specialized, ws_splits
     return replace(_with_pdl(config, arch), kv_splits=splits)
+
+
+def _fuller_of_three_or_two(config: Config, layout, shape: tuple, accept):
+    """The three-row block (one an SM), or the two-block candidate after it where one wave of
+    that fills the SMs' slots better by more than THREE_ROW_MIN_GAIN: (config, layout, splits,
+    wave fill). `shape`: (spec, batch, max_seq_len, arch, sm_count)."""
+    spec, batch, _, arch, sm_count = shape
+    splits, fill = _one_wave(config, layout, *shape)
+    two = _first_fitting(
+        spec, arch, "mma", batch, sm_count, lambda c: c.num_warps != THREE_ROW_WARPS and accept(c)
+    )
+    if two is not None:
+        two_splits, two_fill = _one_wave(*two, *shape)
+        if THREE_ROW_MIN_GAIN * fill < two_fill:
+            return *two, two_splits, two_fill
+    return config, layout, splits, fill
 
 
 def _one_wave(

@@ -16,6 +16,10 @@ namespace mla {
 constexpr int COMBINE_LOADS = 8;     // slots a thread reads at a time
 constexpr int COMBINE_THREADS = 512;  // at most, per block
 constexpr int ROW_QUADS = LATENT_DIM / 4;  // float4 columns of a row
+// Blocks an SM the register allocation must allow (0: ptxas decides). Left to itself ptxas gives
+// the 512-thread merge 64 registers, which with ragged head groups (the row check) spilled 8 B on
+// sm_120 (NVRTC 13.5); one block an SM lets it take what it needs (72-80).
+constexpr int COMBINE_MIN_BLOCKS = RAGGED ? 1 : 0;
 
 struct Merged {
   float m, l;  // running max (log2 units) and the sum of weights relative to it
@@ -38,7 +42,7 @@ struct Merged {
 
 }  // namespace mla
 
-extern "C" __global__ void __launch_bounds__(mla::COMBINE_THREADS) mla_combine(const mla::Params p, int num_splits) {
+extern "C" __global__ void __launch_bounds__(mla::COMBINE_THREADS, mla::COMBINE_MIN_BLOCKS) mla_combine(const mla::Params p, int num_splits) {
   using namespace mla;
   __shared__ float4 acc_s[COMBINE_THREADS];
   __shared__ float2 ml_s[COMBINE_THREADS];

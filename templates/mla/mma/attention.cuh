@@ -219,9 +219,22 @@ struct Flag {
   static constexpr bool value = B;
 };
 
+// A draft token's visibility bits as a row keeps them: bit j for draft position j < Q_LEN, so a
+// 32-bit word where the drafts fit one (a register fewer a row; sm_120's 12-warp blocks of three
+// row groups, at 168 registers, spilled with the 64-bit word under a draft mask).
+template <bool NARROW>
+struct DraftWord {
+  using type = unsigned long long;
+};
+template <>
+struct DraftWord<true> {
+  using type = unsigned;
+};
+using Drafts = DraftWord<(Q_LEN <= 32)>::type;
+
 // The rows of this thread's fragments: (tile i, half h) -> row (rg * WARP_M + i) * 16 + g + 8h.
 struct FragRows {
-  unsigned long long drafts[WARP_M][2];  // read before the first tile that holds drafts (tiles_loop)
+  Drafts drafts[WARP_M][2];  // read before the first tile that holds drafts (tiles_loop)
   bool valid[WARP_M][2];
 };
 
@@ -354,9 +367,9 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
 // Whether a row (valid: not padding; drafts: its draft bits) sees position n of a split ending at
 // `end`. DRAFTS = false: n is known to be a prefix position (the draft bits are not read).
 template <bool DRAFTS = true>
-__device__ __forceinline__ bool visible(int n, int end, int prefix, bool valid, unsigned long long drafts) {
+__device__ __forceinline__ bool visible(int n, int end, int prefix, bool valid, Drafts drafts) {
   bool seen = valid && n < end;
-  if (DRAFTS && MASK_KIND != MASK_NONE && n >= prefix) seen = seen && ((drafts >> (n - prefix)) & 1ull);
+  if (DRAFTS && MASK_KIND != MASK_NONE && n >= prefix) seen = seen && ((drafts >> (n - prefix)) & 1u);
   return seen;
 }
 
@@ -424,7 +437,7 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const float* parti
 // running max m (log2 units, the same in every lane of the row) and the item's share of l.
 struct Slice : Items {
   float m[ITEMS], l[ITEMS];
-  unsigned long long drafts[ITEMS];  // read before the first tile that holds drafts
+  Drafts drafts[ITEMS];  // read before the first tile that holds drafts
 };
 
 // 2'. This lane's slice of the tile's softmax: P into p_s, each row's rescale factor (1 when its
@@ -484,7 +497,7 @@ __device__ void fold_bad_drafts(const Params& p, int b, T* tile, int start, int 
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = frag_row(ln.rg, i, h, ln.g);
-        if (!row_real(r) || !visible(pos, pos + 1, prefix, true, draft_bits(p, b, row_token(r)))) continue;
+        if (!row_real(r) || !visible(pos, pos + 1, prefix, true, static_cast<Drafts>(draft_bits(p, b, row_token(r))))) continue;
         const float pr = SPLIT_SOFTMAX ? kgen::to_float(p_h[r * P_STRIDE + n]) : p_f[r * S_STRIDE + n];
 #pragma unroll
         for (int j = 0; j < O_TILES; ++j)

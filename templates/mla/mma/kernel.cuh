@@ -31,7 +31,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     for (int h = 0; h < 2; ++h) {
       const int r = frag_row(ln.rg, i, h, ln.g);
       rows.valid[i][h] = row_real(r);
-      rows.drafts[i][h] = 0ull;
+      rows.drafts[i][h] = 0u;
       st.m[i][h] = -CUDART_INF_F;
       st.l[i][h] = 0.f;
     }
@@ -45,7 +45,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   for (int k = 0; k < ITEMS; ++k) {
     sl.m[k] = -CUDART_INF_F;
     sl.l[k] = 0.f;
-    sl.drafts[k] = 0ull;
+    sl.drafts[k] = 0u;
   }
 
   const int prefix = range.prefix, begin = range.begin, end = range.end;
@@ -98,12 +98,12 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = frag_row(ln.rg, i, h, ln.g);
-          rows.drafts[i][h] = !SPLIT_SOFTMAX && row_real(r) ? draft_bits(p, b, row_token(r)) : 0ull;
+          rows.drafts[i][h] = !SPLIT_SOFTMAX && row_real(r) ? static_cast<Drafts>(draft_bits(p, b, row_token(r))) : 0u;
         }
 #pragma unroll
       for (int k = 0; k < ITEMS; ++k) {
         const int r = Slice::row(k, ln);
-        sl.drafts[k] = SPLIT_SOFTMAX && row_real(r) ? draft_bits(p, b, row_token(r)) : 0ull;
+        sl.drafts[k] = SPLIT_SOFTMAX && row_real(r) ? static_cast<Drafts>(draft_bits(p, b, row_token(r))) : 0u;
       }
     }
     for (int it = from; it < to; ++it) {
@@ -191,8 +191,8 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       float sum = st.l[i][h];
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      if (!rows.valid[i][h]) continue;
       const int r = frag_row(ln.rg, i, h, ln.g);
+      if (!row_real(r)) continue;
       const Finish fin(SPLIT_SOFTMAX ? alpha_s[r] : st.m[i][h], SPLIT_SOFTMAX ? l_s[r] : sum, range.poisoned);
       write_row(p, b, r, slot, num_splits, fin, o[i], h, ln);
     }
