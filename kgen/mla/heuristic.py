@@ -143,9 +143,10 @@ def _three_row_groups(spec: Spec) -> Config | None:
     rows idle, four stages: at sm_120's occupancy 8-15% faster on verification of 32-128 heads
     at B = 1 (thirty-fifth session: draft trees of 8 and 16 tokens, 16k-64k positions; 4 stages
     1-2% faster than 2 or 3). default_config takes it only where its wave fills the SMs about as
-    well as the two blocks' (THREE_ROW_MIN_GAIN)."""
-    if spec.masks_nothing:  # (one row a sequence)
-        if spec.heads % THREE_ROWS:
+    well as the two blocks' (THREE_ROW_MIN_GAIN; decode's block, measured where it filled them,
+    is taken as it was)."""
+    if spec.q_len == 1:
+        if not spec.masks_nothing or spec.heads % THREE_ROWS:
             return None
         return three_row_config(THREE_ROWS, smem_stages=3, min_blocks=1, split_softmax=1)
     if THREE_ROWS % spec.q_len or THREE_ROWS // spec.q_len > spec.heads:
@@ -220,7 +221,7 @@ def default_config(
     else:
         raise ConfigError(f"no default config fits {spec.short_name()} on {arch.name}")
     shape = (spec, batch, max_seq_len, arch, sm_count)
-    if config.compute == "mma" and config.num_warps == THREE_ROW_WARPS:
+    if config.compute == "mma" and config.num_warps == THREE_ROW_WARPS and spec.q_len > 1:
         config, layout, splits, fill = _fuller_of_three_or_two(config, layout, shape, accept)
     else:
         splits, fill = _one_wave(config, layout, *shape)
