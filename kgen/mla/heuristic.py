@@ -142,7 +142,9 @@ def _three_row_groups(spec: Spec) -> Config | None:
     (q_len dividing 48), ragged where they do not divide H if at most THREE_ROW_MAX_IDLE of the
     rows idle, four stages: at sm_120's occupancy 8-15% faster on verification of 32-128 heads
     at B = 1 (thirty-fifth session: draft trees of 8 and 16 tokens, 16k-64k positions; 4 stages
-    1-2% faster than 2 or 3). default_config takes it only where its wave fills the SMs about as
+    1-2% faster than 2 or 3), and 8-30% faster than the old default on the ten shapes of q_len
+    2-16, B = 1-16 that the rule then moved (most where the old block padded its m16 tile:
+    q_len 3, 6, 12). default_config takes it only where its wave fills the SMs about as
     well as the two blocks' (THREE_ROW_MIN_GAIN; decode's block, measured where it filled them,
     is taken as it was)."""
     if spec.q_len == 1:
