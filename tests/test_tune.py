@@ -291,6 +291,30 @@ def test_the_sm120_default_verifies_in_three_row_blocks_where_their_wave_fills_t
     assert (config.num_warps, config.heads_per_block, config.kv_splits) == (12, 24, 4)
 
 
+def test_verification_that_pads_its_m16_tile_takes_the_three_row_block_on_sm90_too():
+    """q_len 3, 6 and 12 leave a quarter of a one-tile block's rows padding (12 of 16): there the
+    48-row block comes first even where three 4-warp blocks fit an SM (the H200); unpadded
+    tiles (q_len 2, 4, 16) keep the 4-warp blocks."""
+    sm90 = ARCHS["sm_90"]
+
+    def default(heads, q_len, batch, seq_len):
+        return default_config(
+            Spec(heads=heads, q_len=q_len, mask="tree"), batch, seq_len, sm90, 132
+        )
+
+    for (heads, q_len, batch, seq_len), (hpb, splits) in {
+        (128, 3, 1, 16387): (16, 16),
+        (64, 6, 4, 8198): (8, 4),
+        (16, 12, 8, 4108): (4, 4),
+        (64, 3, 8, 4099): (16, 4),
+    }.items():
+        config = default(heads, q_len, batch, seq_len)
+        assert (config.num_warps, config.heads_per_block, config.smem_stages) == (12, hpb, 4)
+        assert config.kv_splits == splits
+    for shape in ((128, 4, 2, 16388), (64, 16, 1, 16400), (128, 2, 8, 8194)):
+        assert default(*shape).num_warps == 4
+
+
 def test_bucket():
     assert bucket(1, 16448) == "b1_l32768"
     assert bucket(32, 4096) == "b32_l4096" and bucket(33, 4097) == "b64_l8192"

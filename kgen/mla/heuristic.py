@@ -108,15 +108,31 @@ def _mma_candidates(spec: Spec, batch: int, sm_count: int):
     sweeps they beat the 8-warp two-tile blocks on every H >= 64 and verify case, 5-11% (12 warps
     per SM against 8); registers as ptxas fits three blocks (min_blocks 0: 168 there, no spills).
     Then, where those do not fit, one 12-warp block of three row groups (_three_row_groups); then
-    the shapes of _mma_shapes, two blocks per SM."""
-    for config in _mma_shapes(spec, batch, sm_count, max_m_tiles=1, min_blocks=0):
+    the shapes of _mma_shapes, two blocks per SM. Verification whose m16 tile those 4-warp blocks
+    would pad by a quarter or more (PADDED_TILE: q_len 3, 6, 12 hold 12 rows of 16) takes the
+    three-row block first, wherever it fits: on the H200, three 4-warp blocks an SM against it,
+    12-17% faster on four such shapes, and 5-6% slower on two of unpadded tiles (q_len 4 and 16;
+    thirty-fifth session, bench/RESULTS.md)."""
+    ones = list(_mma_shapes(spec, batch, sm_count, max_m_tiles=1, min_blocks=0))
+    three = _three_row_groups(spec)
+    if three is not None and spec.q_len > 1 and ones and _padding(spec, ones[0]) >= PADDED_TILE:
+        yield three, 1
+    for config in ones:
         if config.smem_stages >= 3:
             yield config, 3
-    three = _three_row_groups(spec)
     if three is not None:
         yield three, 1
     for config in _mma_shapes(spec, batch, sm_count):
         yield config, 2
+
+
+PADDED_TILE = 0.25  # the share of a block's m16 rows left as padding that a three-row block beats
+
+
+def _padding(spec: Spec, config: Config) -> float:
+    """The share of the rows of `config`'s m16 tiles that are padding."""
+    rows = spec.q_len * config.heads_per_block
+    return 1 - rows / (16 * math.ceil(rows / 16))
 
 
 THREE_ROWS = 48  # the rows of a three-row-group block: three m16 tiles
@@ -224,7 +240,7 @@ def default_config(
         raise ConfigError(f"no default config fits {spec.short_name()} on {arch.name}")
     shape = (spec, batch, max_seq_len, arch, sm_count)
     if config.compute == "mma" and config.num_warps == THREE_ROW_WARPS and spec.q_len > 1:
-        config, layout, splits, fill = _fuller_of_three_or_two(config, layout, shape, accept)
+        config, layout, splits, fill = _fuller_of_three_or_next(config, layout, shape, accept)
     else:
         splits, fill = _one_wave(config, layout, *shape)
     specialized = _specialized(spec, config, arch) if config.compute == "mma" else None
@@ -236,19 +252,20 @@ def default_config(
     return replace(_with_pdl(config, arch), kv_splits=splits)
 
 
-def _fuller_of_three_or_two(config: Config, layout, shape: tuple, accept):
-    """The three-row block (one an SM), or the two-block candidate after it where one wave of
-    that fills the SMs' slots better by more than THREE_ROW_MIN_GAIN: (config, layout, splits,
-    wave fill). `shape`: (spec, batch, max_seq_len, arch, sm_count)."""
+def _fuller_of_three_or_next(config: Config, layout, shape: tuple, accept):
+    """The three-row block (one an SM), or the first other candidate (two or three 4-warp
+    blocks an SM) where one wave of that fills the SMs' slots better by more than
+    THREE_ROW_MIN_GAIN: (config, layout, splits, wave fill). `shape`: (spec, batch, max_seq_len,
+    arch, sm_count)."""
     spec, batch, _, arch, sm_count = shape
     splits, fill = _one_wave(config, layout, *shape)
-    two = _first_fitting(
+    other = _first_fitting(
         spec, arch, "mma", batch, sm_count, lambda c: c.num_warps != THREE_ROW_WARPS and accept(c)
     )
-    if two is not None:
-        two_splits, two_fill = _one_wave(*two, *shape)
-        if THREE_ROW_MIN_GAIN * fill < two_fill:
-            return *two, two_splits, two_fill
+    if other is not None:
+        other_splits, other_fill = _one_wave(*other, *shape)
+        if THREE_ROW_MIN_GAIN * fill < other_fill:
+            return *other, other_splits, other_fill
     return config, layout, splits, fill
 
 
