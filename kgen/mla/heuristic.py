@@ -115,12 +115,13 @@ def _mma_candidates(spec: Spec, batch: int, sm_count: int):
     thirty-fifth session, bench/RESULTS.md)."""
     ones = list(_mma_shapes(spec, batch, sm_count, max_m_tiles=1, min_blocks=0))
     three = _three_row_groups(spec)
-    if three is not None and spec.q_len > 1 and ones and _padding(spec, ones[0]) >= PADDED_TILE:
+    padded = spec.q_len > 1 and bool(ones) and _padding(spec, ones[0]) >= PADDED_TILE
+    if three is not None and padded:
         yield three, 1
     for config in ones:
         if config.smem_stages >= 3:
             yield config, 3
-    if three is not None:
+    if three is not None and not padded:
         yield three, 1
     for config in _mma_shapes(spec, batch, sm_count):
         yield config, 2
