@@ -10,6 +10,9 @@ Knock-outs (join several with '+'):
   nopv    no P.V MMAs (nor their V and P ldmatrix)
   nosoft  no softmax (split softmax's slice work and the rare rescale; its barrier stays)
   nobar   no row-group barriers inside the loop (split softmax's two; the tile barrier stays)
+  notilebar  (racy, timing only; row path without qk_ahead) no block barrier at the top of a tile:
+          the row-group barriers stay, so several row groups run their tiles at their own pace
+          (a bound on what decoupling them with a barrier a stage could buy)
   noexp   2^x is x (no SFU work)
   nocomb  no split-KV combine (each split writes its partial and leaves)
   noscan  masks with drafts: no scan of the tile's draft V rows for Inf/NaN (row path)
@@ -592,6 +595,13 @@ EDITS = {
         ),
     ],
     "nobar": [("    return __syncthreads_or(pred);\n", "    return pred;\n")],
+    "notilebar": [
+        (
+            "        __syncthreads();  // tile `it` landed for all; tile it - 1's buffer and the "
+            "scores are free\n",
+            "        // tile barrier knocked out\n",
+        )
+    ],
     "noexp": [
         ('  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));\n', "  y = x;\n"),
     ],

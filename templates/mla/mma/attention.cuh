@@ -232,6 +232,11 @@ struct DraftWord<true> {
 };
 using Drafts = DraftWord<(Q_LEN <= 32)>::type;
 
+// Row r's draft bits in the word a row keeps them in.
+__device__ __forceinline__ Drafts row_drafts(const Params& p, int b, int r) {
+  return static_cast<Drafts>(draft_bits(p, b, row_token(r)));
+}
+
 // The rows of this thread's fragments: (tile i, half h) -> row (rg * WARP_M + i) * 16 + g + 8h.
 struct FragRows {
   Drafts drafts[WARP_M][2];  // read before the first tile that holds drafts (tiles_loop)
@@ -497,7 +502,7 @@ __device__ void fold_bad_drafts(const Params& p, int b, T* tile, int start, int 
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = frag_row(ln.rg, i, h, ln.g);
-        if (!row_real(r) || !visible(pos, pos + 1, prefix, true, static_cast<Drafts>(draft_bits(p, b, row_token(r))))) continue;
+        if (!row_real(r) || !visible(pos, pos + 1, prefix, true, row_drafts(p, b, r))) continue;
         const float pr = SPLIT_SOFTMAX ? kgen::to_float(p_h[r * P_STRIDE + n]) : p_f[r * S_STRIDE + n];
 #pragma unroll
         for (int j = 0; j < O_TILES; ++j)

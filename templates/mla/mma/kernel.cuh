@@ -98,12 +98,12 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = frag_row(ln.rg, i, h, ln.g);
-          rows.drafts[i][h] = !SPLIT_SOFTMAX && row_real(r) ? static_cast<Drafts>(draft_bits(p, b, row_token(r))) : 0u;
+          rows.drafts[i][h] = !SPLIT_SOFTMAX && row_real(r) ? row_drafts(p, b, r) : 0u;
         }
 #pragma unroll
       for (int k = 0; k < ITEMS; ++k) {
         const int r = Slice::row(k, ln);
-        sl.drafts[k] = SPLIT_SOFTMAX && row_real(r) ? static_cast<Drafts>(draft_bits(p, b, row_token(r))) : 0u;
+        sl.drafts[k] = SPLIT_SOFTMAX && row_real(r) ? row_drafts(p, b, r) : 0u;
       }
     }
     for (int it = from; it < to; ++it) {

@@ -114,7 +114,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       const int r = Slice::row(k, ln);
       sl.m[k] = -CUDART_INF_F;
       sl.l[k] = 0.f;
-      sl.drafts[k] = r < ROWS ? static_cast<Drafts>(draft_bits(p, b, row_token(r))) : 0u;
+      sl.drafts[k] = r < ROWS ? row_drafts(p, b, r) : 0u;
     }
     role_sync();  // (the q role's barrier of tile 0 matched)
     for (int it = 0; it < num_tiles; ++it) {
