@@ -65,6 +65,10 @@ Knock-outs (join several with '+'):
           tile i + 1, the split softmax of tile i and P.V of tile i - 1 in one straight-line
           body; partials, P and rescale factors double-buffered (the layout model patched to match)
   pipeb  (knock-in) pipe with the softmax of tile i first in the body, before the MMAs
+  ring  (knock-in, results unchanged; row path without qk_ahead or specialize, 3-8 stages, split
+          softmax) the tile ring synchronised by a barrier a stage (mbarrier, sm_80 and later)
+          instead of a block barrier a tile: row groups of a block drift up to a tile apart;
+          copies lead by stages - 2 tiles
 The tiled float32 path (compute='tiled'):
   tkcast  q.K^T's K quads read by 4 distinct positions a warp, not 16 (1 shared-memory wavefront
           a load, not 2: the traffic of a 32 x 16 warp tile of scores)
@@ -349,6 +353,116 @@ PIPE_SMEM = [
         "(SPLIT_SOFTMAX ? 3 * M_TILES * 16 * 4 : 0);  // pipe: a second set of factors\n",
     ),
 ]
+
+
+
+# (knock-in ring) the KV tile ring with a barrier a stage (mbarrier: sm_80 and later): a "full"
+# barrier a stage that every thread's copies arrive on as they land (cp.async.mbarrier.arrive),
+# an "empty" one each warp arrives on when done with the stage's tile. The block barrier at the
+# top of a tile goes: row groups wait only for their tile and for the stage they copy into to
+# drain, so they drift up to a tile apart. Copies lead by STAGES - 2 tiles (one stage of slack).
+RING_HELPERS = r"""
+constexpr int RING_OFFSET = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);
+constexpr int MAIN_SMEM = RING_OFFSET + 128;  // (knock-in ring) full[STAGES], empty[STAGES]
+constexpr int LEAD = STAGES - 2;  // tiles the copies lead by
+static_assert(STAGES >= 3 && STAGES <= 8 && !QK_AHEAD && !SPECIALIZE, "knock-in ring");
+__device__ __forceinline__ void ring_init(unsigned long long* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared.b64 [%0], %1;" : : "r"(kgen::smem_address(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void ring_copied(unsigned long long* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];" : : "r"(kgen::smem_address(bar)) : "memory");
+}
+__device__ __forceinline__ void ring_arrive(unsigned long long* bar) {
+  asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.shared.b64 st, [%0];\n}" : : "r"(kgen::smem_address(bar)) : "memory");
+}
+__device__ __forceinline__ void ring_wait(unsigned long long* bar, unsigned parity) {
+  unsigned done;
+  do {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done) : "r"(kgen::smem_address(bar)), "r"(parity) : "memory");
+#else
+    asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done) : "r"(kgen::smem_address(bar)), "r"(parity) : "memory");
+#endif
+  } while (!done);
+}
+"""
+
+RING_EDITS = [
+    (
+        "constexpr int MAIN_SMEM = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);\n",
+        RING_HELPERS.lstrip("\n"),
+    ),
+    (
+        "  if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;\n",
+        "  if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;\n"
+        "  unsigned long long* const ring = reinterpret_cast<unsigned long long*>(smem + RING_OFFSET);\n"
+        "  if (threadIdx.x == 0) {\n"
+        "    for (int s = 0; s < STAGES; ++s) {\n"
+        "      ring_init(ring + s, NUM_THREADS);\n"
+        "      ring_init(ring + STAGES + s, NUM_WARPS);\n"
+        "    }\n"
+        "  }\n",
+    ),
+    (
+        "    int first[STAGES - 1];  // the prologue's block-table reads all in flight at once\n"
+        "#pragma unroll\n"
+        "    for (int s = 0; s < STAGES - 1; ++s) first[s] = fetch_page(p, b, tile_start(s), end);\n"
+        "#pragma unroll\n"
+        "    for (int s = 0; s < STAGES - 1; ++s) {\n"
+        "      if (s < num_tiles) TileCopy(p, tile_start(s), end, first[s], tiles + s * TILE_ELEMS).all();\n"
+        "      kgen::cp_async_commit();\n"
+        "    }\n"
+        "  }\n"
+        "  int page = fetch_page(p, b, tile_start(STAGES - 1), end);",
+        "    int first[LEAD];\n"
+        "#pragma unroll\n"
+        "    for (int s = 0; s < LEAD; ++s) first[s] = fetch_page(p, b, tile_start(s), end);\n"
+        "#pragma unroll\n"
+        "    for (int s = 0; s < LEAD; ++s) {\n"
+        "      if (s < num_tiles) {\n"
+        "        TileCopy(p, tile_start(s), end, first[s], tiles + s * TILE_ELEMS).all();\n"
+        "        ring_copied(ring + s);\n"
+        "      }\n"
+        "      kgen::cp_async_commit();\n"
+        "    }\n"
+        "  }\n"
+        "  int page = fetch_page(p, b, tile_start(LEAD), end);",
+    ),
+    (
+        "count = min(BLOCK_N, end - start), next = it + STAGES - 1;\n",
+        "count = min(BLOCK_N, end - start), next = it + LEAD;\n",
+    ),
+    (
+        "        kgen::cp_async_wait<STAGES - 2>();\n"
+        "        __syncthreads();  // tile `it` landed for all; tile it - 1's buffer and the scores are free\n",
+        "        ring_wait(ring + it % STAGES, (it / STAGES) & 1);  // tile `it` landed, every thread's copies\n"
+        "        if (next < num_tiles && next >= STAGES)  // the stage it copies into drained by every warp\n"
+        "          ring_wait(ring + STAGES + next % STAGES, (next / STAGES - 1) & 1);\n",
+    ),
+    (
+        "        copy.all();\n        kgen::cp_async_commit();\n",
+        "        copy.all();\n        kgen::cp_async_commit();\n"
+        "        if (next < num_tiles) ring_copied(ring + next % STAGES);\n",
+    ),
+    (
+        "        if constexpr (SPREAD_COPIES) kgen::cp_async_commit();\n",
+        "        if constexpr (SPREAD_COPIES) kgen::cp_async_commit();\n"
+        "        if (SPREAD_COPIES && next < num_tiles) ring_copied(ring + next % STAGES);\n",
+    ),
+    (
+        "        pv_tile(tile, p_h, o, ln);\n      } else {\n        pv_tile(tile, pa, o, ln);\n      }\n",
+        "        pv_tile(tile, p_h, o, ln);\n      } else {\n        pv_tile(tile, pa, o, ln);\n      }\n"
+        "      __syncwarp();\n"
+        "      if (ln.lane == 0) ring_arrive(ring + STAGES + it % STAGES);  // this warp is done with tile `it`\n",
+    ),
+]
+
+
+def ring_softmax_smem(m_tiles: int, block_n: int) -> int:
+    """The ring knock-in's split-softmax shared memory: its 128 bytes of stage barriers after."""
+    return split_softmax_smem(m_tiles, block_n) + 128
 
 
 def pipe_softmax_smem(m_tiles: int, block_n: int) -> int:
@@ -775,6 +889,7 @@ EDITS = {
     "evictlast": [evict_edit("evict_last")],
     "pipe": [(PIPE_REGION, pipe_loop(False)), *PIPE_SMEM],
     "pipeb": [(PIPE_REGION, pipe_loop(True)), *PIPE_SMEM],
+    "ring": RING_EDITS,
 }
 
 _render = kernel_module.mla_program
@@ -801,6 +916,8 @@ def build_knocked(spec, config, knockouts: list[str]):
     # the layout model's shared memory as the edited kernel's
     if {"pipe", "pipeb"} & set(knockouts):
         mma_layout.split_softmax_smem = pipe_softmax_smem
+    if "ring" in knockouts:
+        mma_layout.split_softmax_smem = ring_softmax_smem
     try:
         return build(spec, config, "native")
     finally:

@@ -2,26 +2,26 @@
 # On the device (thirty-sixth session): what could decoupling a block's row groups buy? The
 # three-row 12-warp block (48 rows share each KV tile: a third of the copies of three 4-warp
 # blocks) runs its row groups in lock-step (a block barrier a tile); three 4-warp blocks drift
-# apart. bench/knockout.py `notilebar` drops the tile barrier (racy, timing only: the bound a
-# barrier a stage could approach), on the tree cases' shipped configs and three-row variants.
+# apart. bench/knockout.py: `notilebar` drops the tile barrier (racy, timing only: a bound);
+# `ring` (knock-in, checked against the unedited kernel) synchronises the tile ring with a
+# barrier a stage (mbarrier) instead, so row groups drift up to a tile apart.
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
-w12=num_warps=12,col_groups=4,min_blocks=1,split_softmax=1,qk_ahead=0,smem_stages=4
+w12=num_warps=12,col_groups=4,min_blocks=1,split_softmax=1,qk_ahead=0
+t3="kimi-tp1-verify-tree:heads_per_block=3,$w12,kv_splits=6"
+t8="kimi-tp8-verify-tree:heads_per_block=3,$w12,kv_splits=44,smem_stages=4"
+vb="kimi-tp8-verify-batch:heads_per_block=6,$w12,kv_splits=4,smem_stages=4"
 runs=(
-  kimi-tp1-verify-tree@base kimi-tp1-verify-tree@notilebar
-  "kimi-tp1-verify-tree:heads_per_block=3,$w12,kv_splits=6@base"
-  "kimi-tp1-verify-tree:heads_per_block=3,$w12,kv_splits=6@notilebar"
-  "kimi-tp1-verify-tree:heads_per_block=3,$w12,kv_splits=6@nocopy"
-  kimi-tp8-verify-tree@base
-  "kimi-tp8-verify-tree:heads_per_block=3,$w12,kv_splits=44@base"
-  "kimi-tp8-verify-tree:heads_per_block=3,$w12,kv_splits=44@notilebar"
-  kimi-tp8-verify-batch@base
-  "kimi-tp8-verify-batch:heads_per_block=6,$w12,kv_splits=4@base"
-  "kimi-tp8-verify-batch:heads_per_block=6,$w12,kv_splits=4@notilebar"
+  kimi-tp1-verify-tree@base kimi-tp1-verify-tree@notilebar kimi-tp1-verify-tree@ring
+  "$t3,smem_stages=4@base" "$t3,smem_stages=4@notilebar" "$t3,smem_stages=4@ring"
+  "$t3,smem_stages=6@base" "$t3,smem_stages=6@ring" "$t3,smem_stages=8@ring"
+  kimi-tp8-verify-tree@base "$t8@base" "$t8@notilebar" "$t8@ring"
+  kimi-tp8-verify-batch@base "$vb@base" "$vb@ring"
 )
-for round in 1 2; do
-  timeout 200 python3 bench/knockout.py --reps 20 "${runs[@]}" > "$out/ko$round.txt" 2> "$out/ko$round.err"
-  echo "knockout round $round exit $?"
-done
-paste <(cut -c1-110 "$out/ko1.txt") <(awk '{print $NF}' "$out/ko2.txt")
+timeout 240 python3 bench/knockout.py --reps 20 --check "${runs[@]}" > "$out/ko1.txt" 2> "$out/ko1.err"
+echo "knockout round 1 exit $?"
+timeout 120 python3 bench/knockout.py --reps 20 "${runs[@]}" > "$out/ko2.txt" 2> "$out/ko2.err"
+echo "knockout round 2 exit $?"
+tail -5 "$out/ko1.err"
+paste -d' ' <(cut -c1-200 "$out/ko1.txt") <(awk '{print $NF}' "$out/ko2.txt") | sed 's/  */ /g'
