@@ -68,7 +68,8 @@ Knock-outs (join several with '+'):
   ring  (knock-in, results unchanged; row path without qk_ahead or specialize, 3-8 stages, split
           softmax) the tile ring synchronised by a barrier a stage (mbarrier, sm_80 and later)
           instead of a block barrier a tile: row groups of a block drift up to a tile apart;
-          copies lead by stages - 2 tiles
+          copies lead by stages - 2 tiles. ring2, ring3, ring4: up to 2, 3, 4 tiles apart, the
+          copies leading by stages - 3, - 4, - 5
 The tiled float32 path (compute='tiled'):
   tkcast  q.K^T's K quads read by 4 distinct positions a warp, not 16 (1 shared-memory wavefront
           a load, not 2: the traffic of a 32 x 16 warp tile of scores)
@@ -364,8 +365,8 @@ PIPE_SMEM = [
 RING_HELPERS = r"""
 constexpr int RING_OFFSET = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);
 constexpr int MAIN_SMEM = RING_OFFSET + 128;  // (knock-in ring) full[STAGES], empty[STAGES]
-constexpr int LEAD = STAGES - 2;  // tiles the copies lead by
-static_assert(STAGES >= 3 && STAGES <= 8 && !QK_AHEAD && !SPECIALIZE, "knock-in ring");
+constexpr int LEAD = STAGES - 1 - RING_SLACK;  // tiles the copies lead by
+static_assert(LEAD >= 1 && STAGES <= 8 && !QK_AHEAD && !SPECIALIZE, "knock-in ring");
 __device__ __forceinline__ void ring_init(unsigned long long* bar, unsigned count) {
   asm volatile("mbarrier.init.shared.b64 [%0], %1;" : : "r"(kgen::smem_address(bar)), "r"(count) : "memory");
 }
@@ -389,11 +390,20 @@ __device__ __forceinline__ void ring_wait(unsigned long long* bar, unsigned pari
 }
 """
 
-RING_EDITS = [
-    (
-        "constexpr int MAIN_SMEM = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);\n",
-        RING_HELPERS.lstrip("\n"),
-    ),
+def ring_edits(slack: int) -> list[tuple[str, str]]:
+    """The ring knock-in with row groups up to `slack` tiles apart (copies lead by stages - 1 -
+    slack tiles)."""
+    head = f"constexpr int RING_SLACK = {slack};\n" + RING_HELPERS.lstrip("\n")
+    return [
+        (
+            "constexpr int MAIN_SMEM = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);\n",
+            head,
+        ),
+        *RING_BODY,
+    ]
+
+
+RING_BODY = [
     (
         "  if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;\n",
         "  if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;\n"
@@ -889,7 +899,10 @@ EDITS = {
     "evictlast": [evict_edit("evict_last")],
     "pipe": [(PIPE_REGION, pipe_loop(False)), *PIPE_SMEM],
     "pipeb": [(PIPE_REGION, pipe_loop(True)), *PIPE_SMEM],
-    "ring": RING_EDITS,
+    "ring": ring_edits(1),
+    "ring2": ring_edits(2),
+    "ring3": ring_edits(3),
+    "ring4": ring_edits(4),
 }
 
 _render = kernel_module.mla_program
@@ -916,7 +929,7 @@ def build_knocked(spec, config, knockouts: list[str]):
     # the layout model's shared memory as the edited kernel's
     if {"pipe", "pipeb"} & set(knockouts):
         mma_layout.split_softmax_smem = pipe_softmax_smem
-    if "ring" in knockouts:
+    if {"ring", "ring2", "ring3", "ring4"} & set(knockouts):
         mma_layout.split_softmax_smem = ring_softmax_smem
     try:
         return build(spec, config, "native")
