@@ -649,6 +649,29 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
             6, kv_splits=4, smem_stages=4, split_softmax=1, min_blocks=1, pdl_combine=1
         ),
     ),
+    # the KV tile ring on a barrier a stage (ring_slack): row groups apart, mbarriers
+    (
+        Spec(heads=64, q_len=8, dtype="bfloat16", page_size=16, mask="tree"),
+        three_row_config(
+            6,
+            kv_splits=2,
+            smem_stages=4,
+            split_softmax=1,
+            min_blocks=1,
+            pdl_combine=1,
+            ring_slack=1,
+        ),
+    ),
+    (
+        Spec(heads=48, q_len=1, dtype="float16", page_size=64, mask="none"),
+        three_row_config(48, kv_splits=2, smem_stages=4, min_blocks=1, ring_slack=2),
+    ),
+    (
+        Spec(heads=8, q_len=16, dtype="bfloat16", page_size=1, mask="causal"),
+        three_row_config(
+            3, kv_splits=1, smem_stages=6, split_softmax=1, min_blocks=1, ring_slack=3
+        ),
+    ),
 ]
 
 

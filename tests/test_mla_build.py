@@ -371,6 +371,38 @@ def test_a_causal_chain_takes_the_registers_of_a_tree():
     assert causal_usage.registers <= tree_usage.registers + 8, (causal_usage, tree_usage)
 
 
+def test_ring_slack_builds_stage_barriers_for_sm120_without_spills_and_refuses_what_cannot_work():
+    """ring_slack: the three-row block's KV tile ring on mbarriers (a full and an empty barrier a
+    stage, after the row states), the block barrier at the top of a tile gone; sm_120's
+    verification shape of it (H = 64, 16 draft tokens, 3 heads a block, 4 stages) fits sm_120
+    without spills; ring_slack 0 renders none of it. Refused: the other loops (swapped rows,
+    specialized roles, q.K ahead) and a copy lead under one tile."""
+    spec = Spec(heads=64, q_len=16, dtype="bfloat16", page_size=64, mask="tree")
+    lockstep = three_row_config(3, smem_stages=4, min_blocks=1, split_softmax=1, pdl_combine=1)
+    for slack in (1, 2):
+        config = replace(lockstep, ring_slack=slack)
+        kernel = build(spec, config, "sm_120")
+        usage = kernel.binary.usage["mla_attention"]
+        assert usage.spill_stores == usage.spill_loads == 0, (slack, usage)
+        assert kernel.resources.smem <= ARCHS["sm_120"].smem_per_block
+        assert kernel.layout.ring_bytes == 64  # 2 x 4 stages x 8 bytes
+        assert kernel.layout.main_smem == build(spec, lockstep, "sm_120").layout.main_smem + 64
+        assert f"constexpr int RING_SLACK = {slack};" in kernel.source
+        assert config.short_name().endswith(f"_ss_pc_rs{slack}")
+        counts = opcode_counts(disassemble(kernel.cubin, "mla_attention"))
+        assert any(op.startswith("SYNCS") for op in counts), sorted(counts)  # mbarrier ops
+    assert "constexpr int RING_SLACK = 0;" in build(spec, lockstep, "sm_120").source
+    refusals = {
+        "smem_stages": replace(lockstep, smem_stages=3, ring_slack=2),
+        "qk_ahead": replace(lockstep, qk_ahead=1, ring_slack=1),
+        "specialize": replace(WS, heads_per_block=16, smem_stages=4, ring_slack=1),
+    }
+    for field, config in refusals.items():
+        target = spec if field != "specialize" else Spec(heads=16, q_len=1, dtype="bfloat16")
+        with pytest.raises(ConfigError, match=rf"Config\.{field}="):
+            layout_for(target, config, ARCHS["sm_120"])
+
+
 def test_ragged_head_groups_and_12_warp_blocks_fit_sm120():
     """The mma row path takes head groups that do not divide the heads (the last holds the
     rest) and 12 warps (three row groups): 48-row blocks at H = 128, one an SM on sm_120 at 12

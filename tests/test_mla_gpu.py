@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from kgen.arch import resolve_arch
 from kgen.mla import Config, ConfigError, Spec, build, layout_for
+from kgen.mla.mma_layout import three_row_config
 from kgen.mla.tiled_layout import tiled_config
 from kgen.mla.workload import make_workload
 
@@ -506,4 +507,55 @@ def test_ragged_head_groups_match_reference_and_write_no_other_head(spec, config
     build(spec, config, "native")(*w.args(), out=out, lse=lse)
     torch.cuda.synchronize()
     assert (wide[:, :, h:] == 7.0).all() and (lse_buffer[b * t * h :] == 7.0).all()
+    check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)
+
+
+def _ring_sample(count: int = 12) -> list[tuple[Spec, Config, list[int]]]:
+    """Three-row 12-warp variants whose KV tile ring runs on a barrier a stage (ring_slack 1 ..
+    stages - 2): draft masks, ragged and whole head groups, pages of 1 / 16 / 64 positions, one
+    split or several (the PDL merge and the fused one, which reuses shared memory below the
+    ring's barriers), 3 to 8 stages where this GPU holds them; sequences long enough for each
+    stage to be refilled many times."""
+    rng = random.Random(36)
+    shapes = [(64, 16, "tree", 3), (8, 16, "tree", 3), (48, 1, "none", 48), (12, 8, "causal", 5)]
+    sample = []
+    while len(sample) < count:
+        heads, q_len, mask, hpb = shapes[len(sample) % len(shapes)]
+        spec = Spec(
+            heads=heads,
+            q_len=q_len,
+            dtype=rng.choice(["float16", "bfloat16"]),
+            page_size=rng.choice([1, 16, 64]),
+            mask=mask,
+        )
+        stages = rng.choice([3, 4, 6, 8])
+        config = three_row_config(
+            hpb,
+            kv_splits=rng.choice([1, 2, 5]),
+            smem_stages=stages,
+            min_blocks=1,
+            split_softmax=rng.choice([0, 1]),
+            pdl_combine=rng.choice([0, 1]) if native().major >= 9 else 0,
+            ring_slack=rng.randint(1, stages - 2),
+        )
+        try:
+            layout_for(spec, config, native())
+        except ConfigError:
+            continue
+        lens = [rng.choice([q_len + 700, 2000, 3000]) for _ in range(rng.choice([1, 3]))]
+        sample.append((spec, config, lens))
+    return sample
+
+
+@pytest.mark.parametrize("spec,config,lens", _ring_sample() if GPU else [])
+def test_ring_slack_matches_reference_and_the_lockstep_block_bit_for_bit(spec, config, lens):
+    """A ring-synchronised block computes each row exactly as the block-barrier one does (the same
+    tiles in the same order): out and lse equal bit for bit, every element written, and right
+    against the float64 reference."""
+    import torch
+
+    w = make_workload(spec, lens, seed=sum(lens) + config.ring_slack, mask_kind="random")
+    out, lse = run_poisoned(build(spec, config, "native"), w)
+    want_out, want_lse = run_poisoned(build(spec, replace(config, ring_slack=0), "native"), w)
+    assert torch.equal(out, want_out) and torch.equal(lse, want_lse)
     check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)

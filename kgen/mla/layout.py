@@ -78,6 +78,7 @@ MMA_AXES = {
     "swap_rows": (),
     "pdl_combine": ("tiled",),
     "specialize": (),
+    "ring_slack": (),
 }
 
 

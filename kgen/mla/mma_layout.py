@@ -65,11 +65,12 @@ class MMALayout:
     dynamic_smem: int
     registers_estimate: int  # per thread, before compiling (a pruning hint, not a promise)
     swapped: bool = False  # rows on the n8 side of the MMAs (swap_rows)
+    ring_bytes: int = 0  # ring_slack: the tile ring's barriers, full and empty a stage
 
     @property
     def main_smem(self) -> int:
         """Shared memory of the main loop (the combine reuses it, needing combine_smem)."""
-        return self.q_bytes + self.stage_bytes + self.score_bytes + 16
+        return self.q_bytes + self.stage_bytes + self.score_bytes + 16 + self.ring_bytes
 
     @property
     def q_placement(self) -> str:
@@ -148,6 +149,8 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     refuse_pdl_below_sm90(config, arch, refuse)
     if config.specialize:
         _refuse_unspecializable(config, refuse)
+    if config.ring_slack:
+        _refuse_unringable(config, refuse)
     if config.qk_ahead and config.smem_stages < 3:
         refuse(
             "smem_stages",
@@ -196,7 +199,8 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     score_bytes = score_buffers * cols * m_tiles * 16 * s_stride * 4
     if config.split_softmax:
         score_bytes += split_softmax_smem(m_tiles, config.block_n)
-    smem = q_bytes + stage_bytes + score_bytes + 16
+    ring_bytes = _round_up(2 * config.smem_stages * 8, 16) if config.ring_slack else 0
+    smem = q_bytes + stage_bytes + score_bytes + 16 + ring_bytes
     if max(smem, combine_smem(threads)) > arch.smem_per_block:
         refuse(
             "heads_per_block" if q_bytes > stage_bytes else "smem_stages",
@@ -233,7 +237,22 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         dynamic_smem=max(smem, combine_smem(threads)),
         registers_estimate=registers,
         swapped=bool(config.swap_rows),
+        ring_bytes=ring_bytes,
     )
+
+
+def _refuse_unringable(config: Config, refuse) -> None:
+    """ring_slack's refusals: the row path's own loop (mla/mma/kernel.cuh) without q.K ahead, and
+    a copy lead of at least one tile."""
+    for field in ("swap_rows", "specialize", "qk_ahead"):
+        if getattr(config, field):
+            refuse(field, "ring_slack takes the row path's loop without it: take 0")
+    if config.smem_stages - 1 - config.ring_slack < 1:
+        refuse(
+            "smem_stages",
+            f"ring_slack={config.ring_slack} leads the copies by smem_stages - 1 - ring_slack "
+            f"tiles: at least {config.ring_slack + 2} stages",
+        )
 
 
 def _refuse_unspecializable(config: Config, refuse) -> None:

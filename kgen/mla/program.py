@@ -114,6 +114,7 @@ def template_values(spec: Spec, config: Config, layout: Layout | MMALayout | Til
             "swap_rows": bool(config.swap_rows),
             "pdl_combine": bool(config.pdl_combine),
             "specialize": bool(config.specialize),
+            "ring_slack": config.ring_slack,
             "q_register_steps": layout.q_register_steps,
             "smem_bytes": layout.main_smem,
         }

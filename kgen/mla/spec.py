@@ -138,6 +138,11 @@ class Config(Params):
       split_softmax and smem_stages >= 3, excludes qk_ahead and swap_rows. Measured on the H200:
       a few percent faster on memory-bound decode (H <= 16, H = 64 at B = 1), a third slower on
       the compute-bound shapes (bench/RESULTS.md, sixteenth and seventeenth sessions).
+    ring_slack: mma row path only (no swap_rows, specialize or qk_ahead): 0 keeps the block's warps
+      in step with a block barrier a KV tile; k >= 1 synchronises the tile ring with a barrier a
+      stage instead (mbarrier: each thread's copies arrive as they land, each warp when done with
+      the tile), so the block's row groups may run up to k tiles apart, the copies leading by
+      smem_stages - 1 - k tiles (at least 1). For blocks of several row groups (12 warps).
     """
 
     heads_per_block: int = 1
@@ -155,6 +160,7 @@ class Config(Params):
     swap_rows: int = 0
     pdl_combine: int = 0
     specialize: int = 0
+    ring_slack: int = 0
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
@@ -180,6 +186,7 @@ class Config(Params):
         self._require_int("swap_rows", 0, 1)
         self._require_int("pdl_combine", 0, 1)
         self._require_int("specialize", 0, 1)
+        self._require_int("ring_slack", 0, 6)
 
     def short_name(self) -> str:
         name = (
@@ -197,4 +204,7 @@ class Config(Params):
         swap = "_sw" if self.swap_rows else ""
         pdl = "_pc" if self.pdl_combine else ""
         roles = "_ws" if self.specialize else ""
-        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{reduce}{softmax}{swap}{pdl}{roles}"
+        ring = f"_rs{self.ring_slack}" if self.ring_slack else ""
+        return (
+            f"{name}_mma_c{self.col_groups}{blocks}{ahead}{reduce}{softmax}{swap}{pdl}{roles}{ring}"
+        )

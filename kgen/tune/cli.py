@@ -24,6 +24,8 @@ MMA_AXES = {
     "pdl_combine": "1 = the split-KV merge in a kernel of its own, launched with programmatic "
     "dependent launch (sm_90 and later)",
     "specialize": "1 = warps in two roles: q.K^T and the copies, softmax and P.V a tile behind",
+    "ring_slack": "k >= 1 = the KV tile ring on a barrier a stage (three-row 12-warp blocks): row "
+    "groups up to k tiles apart",
 }
 
 

@@ -47,6 +47,9 @@ class Axes:
     # 48 / q_len heads (a ragged last head group where they do not divide H) or of a divisor of
     # H make three m16 tiles: what fits sm_120 at 12 warps an SM (kgen.mla.heuristic)
     three_row_groups: tuple[int, ...] = (0, 1)
+    # their KV tile ring on a block barrier a tile (0) or a barrier a stage, row groups up to k
+    # tiles apart (opt-in: kgen sweep --ring-slack 0 1 2)
+    ring_slack: tuple[int, ...] = (0,)
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,7 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                     qk_ahead=a,
                     split_softmax=f,
                     pdl_combine=pc,
+                    ring_slack=k,
                 )
                 for h in _three_group_heads(spec, hpbs)
                 for st, n in axes.mma_stage_tiles
@@ -189,6 +193,8 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                 if st >= 3 or not a
                 for f in axes.split_softmax
                 for pc in axes.pdl_combine
+                for k in axes.ring_slack
+                if not k or (not a and st - 1 - k >= 1)
             ]
     return configs
 

@@ -78,7 +78,12 @@ constexpr int P_STRIDE = BLOCK_N + 8;  // 16-bit P rows: ldmatrix rows on distin
 constexpr int P_OFFSET = BAD_OFFSET + 16;  // after two 64-bit masks of non-finite draft V rows
 constexpr int P_BYTES = SPLIT_SOFTMAX ? M_TILES * 16 * P_STRIDE * 2 : 0;
 constexpr int ROW_STATE_OFFSET = P_OFFSET + P_BYTES;  // per row: rescale factor (then m), l
-constexpr int MAIN_SMEM = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);
+constexpr int RING_OFFSET = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);
+constexpr int RING_BYTES = RING_SLACK ? (2 * STAGES * 8 + 15) / 16 * 16 : 0;  // RING_SLACK: full[], empty[]
+constexpr int MAIN_SMEM = RING_OFFSET + RING_BYTES;
+// Tiles ahead of the one computed that a tile's copy is issued: with RING_SLACK, the stages a row
+// group may run ahead by are taken from the copies' lead.
+constexpr int COPY_LEAD = STAGES - 1 - RING_SLACK;
 
 static_assert(ROW_GROUPS <= 15, "a named barrier (1 + row group) per row group");
 
@@ -94,6 +99,10 @@ static_assert(!QK_AHEAD || STAGES >= 3, "q.K ahead keeps two tiles resident whil
 static_assert(!SPLIT_REDUCE || COL_GROUPS > 1, "split reduce sums the partials of several column groups");
 static_assert(!(SPLIT_REDUCE && SPLIT_SOFTMAX), "split softmax sums the partials in its slices already");
 static_assert(MAIN_SMEM == SMEM_BYTES, "shared-memory layout differs from kgen.mla.mma_layout");
+static_assert(COPY_LEAD >= 1, "RING_SLACK: at most smem_stages - 2");
+static_assert(!RING_SLACK || (!QK_AHEAD && !SPECIALIZE), "RING_SLACK: the row path's loop without q.K ahead");
+static_assert(!RING_SLACK || (COMBINE_SCRATCH + 4 * NUM_THREADS + 4) * 4 <= RING_OFFSET,
+              "the fused merge's scratch reuses shared memory below the ring's barriers only");
 
 // Where chunk c (16 bytes) of row r of a KV tile sits, in elements from the tile: slot c ^ (r % 8)
 // of the row (an XOR swizzle within each 128-byte group). The 8 row addresses of an ldmatrix
@@ -196,6 +205,39 @@ struct TileCopy {
   __device__ __forceinline__ void all() const {
 #pragma unroll
     for (int j = 0; j < LOAD_ITEMS; ++j) piece(j);
+  }
+};
+
+// RING_SLACK: the KV tile ring synchronised by a barrier a stage instead of a block barrier a tile.
+// full[s] completes when every thread's copies of stage s's tile have landed (each thread arrives
+// as its copies land), empty[s] when every warp is done with the tile (each warp arrives after its
+// P.V). A row group waits for its tile and, before it copies into a stage, for the stage's last
+// tile to drain, so row groups drift up to RING_SLACK tiles apart where a block barrier keeps them
+// in step (three 4-warp blocks an SM drift apart too, but copy every tile three times).
+struct Ring {
+  unsigned long long* bar;  // full[STAGES], then empty[STAGES]
+
+  // Thread 0, before a block barrier.
+  __device__ __forceinline__ void init() const {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      kgen::mbarrier_init(bar + s, NUM_THREADS);
+      kgen::mbarrier_init(bar + STAGES + s, NUM_WARPS);
+    }
+  }
+  // This thread issued its copies of `tile`.
+  __device__ __forceinline__ void copied(int tile) const { kgen::mbarrier_arrive_on_copies(bar + tile % STAGES); }
+  __device__ __forceinline__ void wait_landed(int tile) const {
+    kgen::mbarrier_wait(bar + tile % STAGES, (tile / STAGES) % 2);
+  }
+  // Before copying `tile` into its stage: the stage's previous tile (if any) drained.
+  __device__ __forceinline__ void wait_drained(int tile) const {
+    if (tile >= STAGES) kgen::mbarrier_wait(bar + STAGES + tile % STAGES, (tile / STAGES - 1) % 2);
+  }
+  // This warp is done with `tile`.
+  __device__ __forceinline__ void consumed(int tile, int lane) const {
+    __syncwarp();
+    if (lane == 0) kgen::mbarrier_arrive(bar + STAGES + tile % STAGES);
   }
 };
 

@@ -19,6 +19,8 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
   QFrags qf;
   load_q(p, b, qf, q_s, ln);
   if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;
+  const Ring ring{reinterpret_cast<unsigned long long*>(smem + RING_OFFSET)};
+  if (RING_SLACK && threadIdx.x == 0) ring.init();
 
   const Range range = split_range<NUM_THREADS, BLOCK_N>(p, b, split, num_splits);  // syncs
 
@@ -70,16 +72,19 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     return begin + (it < draft_tiles ? prefix_tiles + it : it - draft_tiles) * BLOCK_N;
   };
   {
-    int first[STAGES - 1];  // the prologue's block-table reads all in flight at once
+    int first[COPY_LEAD];  // the prologue's block-table reads all in flight at once
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) first[s] = fetch_page(p, b, tile_start(s), end);
+    for (int s = 0; s < COPY_LEAD; ++s) first[s] = fetch_page(p, b, tile_start(s), end);
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < num_tiles) TileCopy(p, tile_start(s), end, first[s], tiles + s * TILE_ELEMS).all();
+    for (int s = 0; s < COPY_LEAD; ++s) {
+      if (s < num_tiles) {
+        TileCopy(p, tile_start(s), end, first[s], tiles + s * TILE_ELEMS).all();
+        if constexpr (RING_SLACK > 0) ring.copied(s);
+      }
       kgen::cp_async_commit();
     }
   }
-  int page = fetch_page(p, b, tile_start(STAGES - 1), end);  // of the next tile to copy
+  int page = fetch_page(p, b, tile_start(COPY_LEAD), end);  // of the next tile to copy
   bool found = false;  // QK_AHEAD: the scan of the tile whose partials are ready found bad V rows
   if constexpr (QK_AHEAD) {
     kgen::cp_async_wait<STAGES - 2>();
@@ -110,11 +115,14 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       T* tile = tiles + (it % STAGES) * TILE_ELEMS;
       float* partials = scores + (QK_AHEAD ? (it % 2) * SCORE_FLOATS : 0);
       unsigned long long* bad = bad_s + (QK_AHEAD ? it % 2 : 0);
-      const int start = tile_start(it), count = min(BLOCK_N, end - start), next = it + STAGES - 1;
+      const int start = tile_start(it), count = min(BLOCK_N, end - start), next = it + COPY_LEAD;
       bool any_bad;
       if constexpr (QK_AHEAD) {
         kgen::cp_async_wait<STAGES - 3>();
         any_bad = __syncthreads_or(found);  // tile it + 1 landed, tile it's partials are whole, tile it - 1's buffer is free
+      } else if constexpr (RING_SLACK > 0) {
+        ring.wait_landed(it);  // every thread's copies of tile `it`
+        if (next < num_tiles) ring.wait_drained(next);  // the stage tile `next` goes to
       } else {
         kgen::cp_async_wait<STAGES - 2>();
         __syncthreads();  // tile `it` landed for all; tile it - 1's buffer and the scores are free
@@ -125,11 +133,13 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       if constexpr (!SPREAD_COPIES) {
         copy.all();
         kgen::cp_async_commit();
+        if (RING_SLACK > 0 && next < num_tiles) ring.copied(next);
       }
       page = fetch_page(p, b, tile_start(next + 1), end);  // used an iteration from now
       if constexpr (!QK_AHEAD) {
         qk_partials(tile, qf, q_s, partials, copy, ln);
         if constexpr (SPREAD_COPIES) kgen::cp_async_commit();
+        if (SPREAD_COPIES && RING_SLACK > 0 && next < num_tiles) ring.copied(next);
         // The partials are whole. A row group reads only its own rows' partials, so without drafts
         // (no scan, whose flags are block-wide) its own barrier is enough.
         if constexpr (!DRAFTS) {
@@ -162,6 +172,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       } else {
         pv_tile(tile, pa, o, ln);
       }
+      if constexpr (RING_SLACK > 0) ring.consumed(it, ln.lane);
       if constexpr (QK_AHEAD) {
         // Tile it + 1's partial scores, in the same straight-line code as the P.V above so that the
         // two interleave. Past the last tile this reads a consumed buffer into a buffer nobody reads.
