@@ -12,7 +12,7 @@ Knock-outs (join several with '+'):
   nobar   no row-group barriers inside the loop (split softmax's two; the tile barrier stays)
   notilebar  (racy, timing only; row path without qk_ahead) no block barrier at the top of a tile:
           the row-group barriers stay, so several row groups run their tiles at their own pace
-          (a bound on what decoupling them with a barrier a stage could buy)
+          (a bound on what decoupling them could buy; Config.ring_slack is the real thing)
   noexp   2^x is x (no SFU work)
   nocomb  no split-KV combine (each split writes its partial and leaves)
   noscan  masks with drafts: no scan of the tile's draft V rows for Inf/NaN (row path)
@@ -65,11 +65,6 @@ Knock-outs (join several with '+'):
           tile i + 1, the split softmax of tile i and P.V of tile i - 1 in one straight-line
           body; partials, P and rescale factors double-buffered (the layout model patched to match)
   pipeb  (knock-in) pipe with the softmax of tile i first in the body, before the MMAs
-  ring  (knock-in, results unchanged; row path without qk_ahead or specialize, 3-8 stages, split
-          softmax) the tile ring synchronised by a barrier a stage (mbarrier, sm_80 and later)
-          instead of a block barrier a tile: row groups of a block drift up to a tile apart;
-          copies lead by stages - 2 tiles. ring2, ring3, ring4: up to 2, 3, 4 tiles apart, the
-          copies leading by stages - 3, - 4, - 5
 The tiled float32 path (compute='tiled'):
   tkcast  q.K^T's K quads read by 4 distinct positions a warp, not 16 (1 shared-memory wavefront
           a load, not 2: the traffic of a 32 x 16 warp tile of scores)
@@ -179,7 +174,7 @@ def l2_lead_edits(ahead: int) -> list[tuple[str, str]]:
     KV rows of the tile `ahead` iterations past the one it works on (prefetch.global.L2, a line
     per thread; the page read an iteration earlier), so the other head groups' copies of it hit."""
     prologue = (
-        "  int page = fetch_page(p, b, tile_start(STAGES - 1), end);  // of the next tile to copy\n"
+        "  int page = fetch_page(p, b, tile_start(COPY_LEAD), end);  // of the next tile to copy\n"
     )
     loop = (
         "      page = fetch_page(p, b, tile_start(next + 1), end);  // used an iteration from now\n"
@@ -271,7 +266,7 @@ def text_span(text: str, first: str, last: str) -> str:
 # The row path's prologue and tile loops (templates/mla/mma/kernel.cuh), replaced whole by pipe
 PIPE_REGION = text_span(
     template("mla/mma/kernel.cuh"),
-    "  {\n    int first[STAGES - 1];",
+    "  {\n    int first[COPY_LEAD];",
     "  tiles_loop(Flag<false>(), draft_tiles, num_tiles);\n",
 )
 PIPE_HEAD = r"""
@@ -354,125 +349,6 @@ PIPE_SMEM = [
         "(SPLIT_SOFTMAX ? 3 * M_TILES * 16 * 4 : 0);  // pipe: a second set of factors\n",
     ),
 ]
-
-
-
-# (knock-in ring) the KV tile ring with a barrier a stage (mbarrier: sm_80 and later): a "full"
-# barrier a stage that every thread's copies arrive on as they land (cp.async.mbarrier.arrive),
-# an "empty" one each warp arrives on when done with the stage's tile. The block barrier at the
-# top of a tile goes: row groups wait only for their tile and for the stage they copy into to
-# drain, so they drift up to a tile apart. Copies lead by STAGES - 2 tiles (one stage of slack).
-RING_HELPERS = r"""
-constexpr int RING_OFFSET = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);
-constexpr int MAIN_SMEM = RING_OFFSET + 128;  // (knock-in ring) full[STAGES], empty[STAGES]
-constexpr int LEAD = STAGES - 1 - RING_SLACK;  // tiles the copies lead by
-static_assert(LEAD >= 1 && STAGES <= 8 && !QK_AHEAD && !SPECIALIZE, "knock-in ring");
-__device__ __forceinline__ void ring_init(unsigned long long* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared.b64 [%0], %1;" : : "r"(kgen::smem_address(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void ring_copied(unsigned long long* bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];" : : "r"(kgen::smem_address(bar)) : "memory");
-}
-__device__ __forceinline__ void ring_arrive(unsigned long long* bar) {
-  asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.shared.b64 st, [%0];\n}" : : "r"(kgen::smem_address(bar)) : "memory");
-}
-__device__ __forceinline__ void ring_wait(unsigned long long* bar, unsigned parity) {
-  unsigned done;
-  do {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(done) : "r"(kgen::smem_address(bar)), "r"(parity) : "memory");
-#else
-    asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(done) : "r"(kgen::smem_address(bar)), "r"(parity) : "memory");
-#endif
-  } while (!done);
-}
-"""
-
-def ring_edits(slack: int) -> list[tuple[str, str]]:
-    """The ring knock-in with row groups up to `slack` tiles apart (copies lead by stages - 1 -
-    slack tiles)."""
-    head = f"constexpr int RING_SLACK = {slack};\n" + RING_HELPERS.lstrip("\n")
-    return [
-        (
-            "constexpr int MAIN_SMEM = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);\n",
-            head,
-        ),
-        *RING_BODY,
-    ]
-
-
-RING_BODY = [
-    (
-        "  if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;\n",
-        "  if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;\n"
-        "  unsigned long long* const ring = reinterpret_cast<unsigned long long*>(smem + RING_OFFSET);\n"
-        "  if (threadIdx.x == 0) {\n"
-        "    for (int s = 0; s < STAGES; ++s) {\n"
-        "      ring_init(ring + s, NUM_THREADS);\n"
-        "      ring_init(ring + STAGES + s, NUM_WARPS);\n"
-        "    }\n"
-        "  }\n",
-    ),
-    (
-        "    int first[STAGES - 1];  // the prologue's block-table reads all in flight at once\n"
-        "#pragma unroll\n"
-        "    for (int s = 0; s < STAGES - 1; ++s) first[s] = fetch_page(p, b, tile_start(s), end);\n"
-        "#pragma unroll\n"
-        "    for (int s = 0; s < STAGES - 1; ++s) {\n"
-        "      if (s < num_tiles) TileCopy(p, tile_start(s), end, first[s], tiles + s * TILE_ELEMS).all();\n"
-        "      kgen::cp_async_commit();\n"
-        "    }\n"
-        "  }\n"
-        "  int page = fetch_page(p, b, tile_start(STAGES - 1), end);",
-        "    int first[LEAD];\n"
-        "#pragma unroll\n"
-        "    for (int s = 0; s < LEAD; ++s) first[s] = fetch_page(p, b, tile_start(s), end);\n"
-        "#pragma unroll\n"
-        "    for (int s = 0; s < LEAD; ++s) {\n"
-        "      if (s < num_tiles) {\n"
-        "        TileCopy(p, tile_start(s), end, first[s], tiles + s * TILE_ELEMS).all();\n"
-        "        ring_copied(ring + s);\n"
-        "      }\n"
-        "      kgen::cp_async_commit();\n"
-        "    }\n"
-        "  }\n"
-        "  int page = fetch_page(p, b, tile_start(LEAD), end);",
-    ),
-    (
-        "count = min(BLOCK_N, end - start), next = it + STAGES - 1;\n",
-        "count = min(BLOCK_N, end - start), next = it + LEAD;\n",
-    ),
-    (
-        "        kgen::cp_async_wait<STAGES - 2>();\n"
-        "        __syncthreads();  // tile `it` landed for all; tile it - 1's buffer and the scores are free\n",
-        "        ring_wait(ring + it % STAGES, (it / STAGES) & 1);  // tile `it` landed, every thread's copies\n"
-        "        if (next < num_tiles && next >= STAGES)  // the stage it copies into drained by every warp\n"
-        "          ring_wait(ring + STAGES + next % STAGES, (next / STAGES - 1) & 1);\n",
-    ),
-    (
-        "        copy.all();\n        kgen::cp_async_commit();\n",
-        "        copy.all();\n        kgen::cp_async_commit();\n"
-        "        if (next < num_tiles) ring_copied(ring + next % STAGES);\n",
-    ),
-    (
-        "        if constexpr (SPREAD_COPIES) kgen::cp_async_commit();\n",
-        "        if constexpr (SPREAD_COPIES) kgen::cp_async_commit();\n"
-        "        if (SPREAD_COPIES && next < num_tiles) ring_copied(ring + next % STAGES);\n",
-    ),
-    (
-        "        pv_tile(tile, p_h, o, ln);\n      } else {\n        pv_tile(tile, pa, o, ln);\n      }\n",
-        "        pv_tile(tile, p_h, o, ln);\n      } else {\n        pv_tile(tile, pa, o, ln);\n      }\n"
-        "      __syncwarp();\n"
-        "      if (ln.lane == 0) ring_arrive(ring + STAGES + it % STAGES);  // this warp is done with tile `it`\n",
-    ),
-]
-
-
-def ring_softmax_smem(m_tiles: int, block_n: int) -> int:
-    """The ring knock-in's split-softmax shared memory: its 128 bytes of stage barriers after."""
-    return split_softmax_smem(m_tiles, block_n) + 128
 
 
 def pipe_softmax_smem(m_tiles: int, block_n: int) -> int:
@@ -899,10 +775,6 @@ EDITS = {
     "evictlast": [evict_edit("evict_last")],
     "pipe": [(PIPE_REGION, pipe_loop(False)), *PIPE_SMEM],
     "pipeb": [(PIPE_REGION, pipe_loop(True)), *PIPE_SMEM],
-    "ring": ring_edits(1),
-    "ring2": ring_edits(2),
-    "ring3": ring_edits(3),
-    "ring4": ring_edits(4),
 }
 
 _render = kernel_module.mla_program
@@ -929,8 +801,6 @@ def build_knocked(spec, config, knockouts: list[str]):
     # the layout model's shared memory as the edited kernel's
     if {"pipe", "pipeb"} & set(knockouts):
         mma_layout.split_softmax_smem = pipe_softmax_smem
-    if {"ring", "ring2", "ring3", "ring4"} & set(knockouts):
-        mma_layout.split_softmax_smem = ring_softmax_smem
     try:
         return build(spec, config, "native")
     finally:

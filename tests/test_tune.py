@@ -259,10 +259,10 @@ def test_the_default_specialises_small_decode():
 
 
 def test_the_sm120_default_verifies_in_three_row_blocks_where_their_wave_fills_the_sms():
-    """Verification on sm_120 takes one 12-warp block of 48 rows (48 / q_len heads, four stages)
-    where a ragged last head group leaves at most 5% of the rows idle and one wave of its blocks
-    fills the SMs about as well as two 4-warp blocks an SM do; never on sm_90 (three 4-warp
-    blocks fit an SM there)."""
+    """Verification on sm_120 takes one 12-warp block of 48 rows (48 / q_len heads, four stages,
+    its tile ring on a barrier a stage) where a ragged last head group leaves at most 5% of the
+    rows idle and one wave of its blocks fills the SMs about as well as two 4-warp blocks an SM
+    do; never on sm_90 (three 4-warp blocks fit an SM there)."""
     by_name = {c.name: c for c in GRID}
 
     def default(spec, batch, seq_len, arch="sm_120", sms=132):
@@ -276,6 +276,9 @@ def test_the_sm120_default_verifies_in_three_row_blocks_where_their_wave_fills_t
         config = default(*args, sms=sms)
         assert (config.num_warps, config.heads_per_block, config.smem_stages) == (12, 3, 4)
         assert config.kv_splits == splits and config.split_softmax == 1
+        assert config.ring_slack == 1 and config.pdl_combine == 1  # the tile ring on mbarriers
+    # the fused merge (no PDL: sm_80 / 86 / 89) keeps the block barrier a tile
+    assert default(*args, arch="sm_89", sms=128).ring_slack == 0
     assert default(*args, arch="sm_90").num_warps == 4
     # H = 8 and 16 in groups of 3: 1 of 9 or 2 of 18 rows idle (12.5%)
     for name in ("kimi-tp8-verify-tree", "kimi-tp8-verify-batch"):
@@ -310,7 +313,7 @@ def test_verification_that_pads_its_m16_tile_takes_the_three_row_block_on_sm90_t
     }.items():
         config = default(heads, q_len, batch, seq_len)
         assert (config.num_warps, config.heads_per_block, config.smem_stages) == (12, hpb, 4)
-        assert config.kv_splits == splits
+        assert config.kv_splits == splits and config.ring_slack == 1
     for shape in ((128, 4, 2, 16388), (64, 16, 1, 16400), (128, 2, 8, 8194)):
         assert default(*shape).num_warps == 4
 

@@ -163,7 +163,9 @@ def _three_row_groups(spec: Spec) -> Config | None:
     2-16, B = 1-16 that the rule then moved (most where the old block padded its m16 tile:
     q_len 3, 6, 12). default_config takes it only where its wave fills the SMs about as
     well as the two blocks' (THREE_ROW_MIN_GAIN; decode's block, measured where it filled them,
-    is taken as it was)."""
+    is taken as it was). Its KV tile ring runs on a barrier a stage (ring_slack 1: row groups up
+    to a tile apart, copies two tiles ahead): 1.8-3.0% faster than the block barrier a tile on
+    five verification shapes at sm_120's occupancy (thirty-sixth session; slack 2 no better)."""
     if spec.q_len == 1:
         if not spec.masks_nothing or spec.heads % THREE_ROWS:
             return None
@@ -174,7 +176,7 @@ def _three_row_groups(spec: Spec) -> Config | None:
     padded = math.ceil(spec.heads / heads) * heads
     if padded - spec.heads > THREE_ROW_MAX_IDLE * padded:
         return None
-    return three_row_config(heads, smem_stages=4, min_blocks=1, split_softmax=1)
+    return three_row_config(heads, smem_stages=4, min_blocks=1, split_softmax=1, ring_slack=1)
 
 
 TILED_MIN_ROWS = 32  # rows a tiled block must hold of its 64 (below, padding is most of its work)
@@ -342,8 +344,12 @@ def _with_pdl(config: Config, arch: Arch) -> Config:
     """`config` with the split-KV merge in a kernel of its own (programmatic dependent launch)
     wherever the arch has it (sm_90, sm_120): on the H200 the heuristic defaults of the 13 dense
     16-bit grid cases took 1-12% less time with it on 12 of them and 7% more on
-    kimi-tp1-verify-tree (same splits and occupancy; bench/RESULTS.md, seventeenth session)."""
-    return replace(config, pdl_combine=int(config.compute == "mma" and arch.has_pdl))
+    kimi-tp1-verify-tree (same splits and occupancy; bench/RESULTS.md, seventeenth session);
+    elsewhere (the merge fused) without the ring of a three-row block."""
+    pdl = config.compute == "mma" and arch.has_pdl
+    # The tile ring on a barrier a stage was measured with the PDL merge; beside the fused merge's
+    # code it spills (sm_80 / 86 / 89, NVRTC 13.5: 4-8 B in up to a fifth of the candidates)
+    return replace(config, pdl_combine=int(pdl), ring_slack=config.ring_slack if pdl else 0)
 
 
 def one_wave_splits(
