@@ -619,3 +619,18 @@ def test_compile_only_cli_writes_the_table_and_files(tmp_path):
         1,
     }
     assert (out / "results.csv").read_text().startswith("case,kind,heads_per_block")
+
+
+def test_the_sweep_takes_ring_slack_opt_in_for_three_row_blocks_only():
+    """kgen sweep --ring-slack 0 1 2: the tile ring on a barrier a stage joins the three-row
+    12-warp candidates (never with qk_ahead, always with a copy lead of a tile or more); the
+    default space has none, and is otherwise the same."""
+    spec = Spec(heads=64, q_len=16, dtype="bfloat16", page_size=64, mask="tree")
+    plain = enumerate_configs(spec)
+    wide = enumerate_configs(spec, Axes(ring_slack=(0, 1, 2)))
+    ringed = [c for c in wide if c.ring_slack]
+    assert not any(c.ring_slack for c in plain) and ringed
+    assert [c for c in wide if not c.ring_slack] == plain
+    for c in ringed:
+        assert c.num_warps == 12 and not c.qk_ahead and c.smem_stages - 1 - c.ring_slack >= 1
+        layout_for(spec, c, ARCHS["sm_90"])  # none that build would refuse for its stages
