@@ -664,7 +664,9 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
     ),
     (
         Spec(heads=48, q_len=1, dtype="float16", page_size=64, mask="none"),
-        three_row_config(48, kv_splits=2, smem_stages=4, min_blocks=1, ring_slack=2),
+        three_row_config(
+            48, kv_splits=2, smem_stages=4, split_softmax=1, min_blocks=1, ring_slack=2
+        ),
     ),
     (
         Spec(heads=8, q_len=16, dtype="bfloat16", page_size=1, mask="causal"),

@@ -81,12 +81,14 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma", "tiled")):
         ragged = [h for h in range(2, spec.heads) if spec.heads % h]
         heads = divisors(spec.heads) + (ragged if draw(st.sampled_from([0, 1])) else [])
         # the tile ring on a barrier a stage (row groups up to ring_slack tiles apart)
-        slacks = range(shared["smem_stages"] - 1) if not shared["qk_ahead"] else [0]
+        softmax = draw(st.sampled_from([0, 1])) if warps > 1 and not split_reduce else 0
+        ringable = softmax and not shared["qk_ahead"]
+        slacks = range(shared["smem_stages"] - 1) if ringable else [0]
         return Config(
             heads_per_block=draw(st.sampled_from(heads)),
             col_groups=draw(st.sampled_from([c for c in (1, 2, 4, 8) if warps % c == 0])),
             split_reduce=split_reduce,
-            split_softmax=draw(st.sampled_from([0, 1])) if warps > 1 and not split_reduce else 0,
+            split_softmax=softmax,
             ring_slack=draw(st.sampled_from([0, 0, *slacks])),
             **shared,
         )

@@ -394,6 +394,7 @@ def test_ring_slack_builds_stage_barriers_for_sm120_without_spills_and_refuses_w
     assert "constexpr int RING_SLACK = 0;" in build(spec, lockstep, "sm_120").source
     refusals = {
         "smem_stages": replace(lockstep, smem_stages=3, ring_slack=2),
+        "split_softmax": replace(lockstep, split_softmax=0, ring_slack=1),
         "qk_ahead": replace(lockstep, qk_ahead=1, ring_slack=1),
         "specialize": replace(WS, heads_per_block=16, smem_stages=4, ring_slack=1),
     }

@@ -534,7 +534,7 @@ def _ring_sample(count: int = 12) -> list[tuple[Spec, Config, list[int]]]:
             kv_splits=rng.choice([1, 2, 5]),
             smem_stages=stages,
             min_blocks=1,
-            split_softmax=rng.choice([0, 1]),
+            split_softmax=1,
             pdl_combine=rng.choice([0, 1]) if native().major >= 9 else 0,
             ring_slack=rng.randint(1, stages - 2),
         )

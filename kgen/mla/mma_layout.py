@@ -242,11 +242,15 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
 
 
 def _refuse_unringable(config: Config, refuse) -> None:
-    """ring_slack's refusals: the row path's own loop (mla/mma/kernel.cuh) without q.K ahead, and
-    a copy lead of at least one tile."""
+    """ring_slack's refusals: the row path's own loop (mla/mma/kernel.cuh) without q.K ahead,
+    with the split softmax (its barrier after the softmax keeps a row group's next partial scores
+    off those its slower warps still read: without it they raced, racecheck's scheduling showed),
+    and a copy lead of at least one tile."""
     for field in ("swap_rows", "specialize", "qk_ahead"):
         if getattr(config, field):
             refuse(field, "ring_slack takes the row path's loop without it: take 0")
+    if not config.split_softmax:
+        refuse("split_softmax", "ring_slack needs the split softmax's barrier after it: take 1")
     if config.smem_stages - 1 - config.ring_slack < 1:
         refuse(
             "smem_stages",

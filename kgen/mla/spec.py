@@ -138,11 +138,12 @@ class Config(Params):
       split_softmax and smem_stages >= 3, excludes qk_ahead and swap_rows. Measured on the H200:
       a few percent faster on memory-bound decode (H <= 16, H = 64 at B = 1), a third slower on
       the compute-bound shapes (bench/RESULTS.md, sixteenth and seventeenth sessions).
-    ring_slack: mma row path only (no swap_rows, specialize or qk_ahead): 0 keeps the block's warps
-      in step with a block barrier a KV tile; k >= 1 synchronises the tile ring with a barrier a
-      stage instead (mbarrier: each thread's copies arrive as they land, each warp when done with
-      the tile), so the block's row groups may run up to k tiles apart, the copies leading by
-      smem_stages - 1 - k tiles (at least 1). For blocks of several row groups (12 warps).
+    ring_slack: mma row path with split_softmax (no swap_rows, specialize or qk_ahead): 0 keeps
+      the block's warps in step with a block barrier a KV tile; k >= 1 synchronises the tile ring
+      with a barrier a stage instead (mbarrier: each thread's copies arrive as they land, each
+      warp when done with the tile), so the block's row groups may run up to k tiles apart, the
+      copies leading by smem_stages - 1 - k tiles (at least 1). For blocks of several row groups
+      (12 warps).
     """
 
     heads_per_block: int = 1

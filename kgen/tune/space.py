@@ -194,7 +194,7 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                 for f in axes.split_softmax
                 for pc in axes.pdl_combine
                 for k in axes.ring_slack
-                if not k or (not a and st - 1 - k >= 1)
+                if not k or (f and not a and st - 1 - k >= 1)
             ]
     return configs
 

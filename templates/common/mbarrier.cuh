@@ -14,10 +14,7 @@ __device__ __forceinline__ void mbarrier_arrive_on_copies(unsigned long long* ba
 
 // One arrival now (release: this thread's earlier shared-memory reads and writes come first).
 __device__ __forceinline__ void mbarrier_arrive(unsigned long long* bar) {
-  asm volatile("{\n .reg .b64 state;\n mbarrier.arrive.shared.b64 state, [%0];\n}"
-               :
-               : "r"(smem_address(bar))
-               : "memory");
+  asm volatile("mbarrier.arrive.shared.b64 _, [%0];" : : "r"(smem_address(bar)) : "memory");
 }
 
 // Wait until the phase of parity `parity` has completed (acquire: what the arrivals released is

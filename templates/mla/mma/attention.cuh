@@ -100,7 +100,8 @@ static_assert(!SPLIT_REDUCE || COL_GROUPS > 1, "split reduce sums the partials o
 static_assert(!(SPLIT_REDUCE && SPLIT_SOFTMAX), "split softmax sums the partials in its slices already");
 static_assert(MAIN_SMEM == SMEM_BYTES, "shared-memory layout differs from kgen.mla.mma_layout");
 static_assert(COPY_LEAD >= 1, "RING_SLACK: at most smem_stages - 2");
-static_assert(!RING_SLACK || (!QK_AHEAD && !SPECIALIZE), "RING_SLACK: the row path's loop without q.K ahead");
+static_assert(!RING_SLACK || (!QK_AHEAD && !SPECIALIZE && SPLIT_SOFTMAX),
+              "RING_SLACK: the row path's loop with the split softmax, without q.K ahead");
 static_assert(!RING_SLACK || (COMBINE_SCRATCH + 4 * NUM_THREADS + 4) * 4 <= RING_OFFSET,
               "the fused merge's scratch reuses shared memory below the ring's barriers only");
 
@@ -210,10 +211,13 @@ struct TileCopy {
 
 // RING_SLACK: the KV tile ring synchronised by a barrier a stage instead of a block barrier a tile.
 // full[s] completes when every thread's copies of stage s's tile have landed (each thread arrives
-// as its copies land), empty[s] when every warp is done with the tile (each warp arrives after its
-// P.V). A row group waits for its tile and, before it copies into a stage, for the stage's last
-// tile to drain, so row groups drift up to RING_SLACK tiles apart where a block barrier keeps them
-// in step (three 4-warp blocks an SM drift apart too, but copy every tile three times).
+// as its copies land), empty[s] when every warp is done with the tile (after its P.V, a warp's
+// lanes meet at __syncwarp, which orders their reads before lane 0's arrival: one arrival a warp,
+// as one a thread cost sm_120's 168-register blocks spills in two of three defaults). A row group waits for its tile and, before it
+// copies into a stage, for the stage's last tile to drain, so row groups drift up to RING_SLACK
+// tiles apart where a block barrier keeps them in step (three 4-warp blocks an SM drift apart too,
+// but copy every tile three times). Needs SPLIT_SOFTMAX, whose barrier after the softmax is what
+// keeps a row group's next partial scores from overwriting those its slower warps still read.
 struct Ring {
   unsigned long long* bar;  // full[STAGES], then empty[STAGES]
 
