@@ -4,7 +4,8 @@
 # blocks) runs its row groups in lock-step (a block barrier a tile); three 4-warp blocks drift
 # apart. bench/knockout.py: `notilebar` drops the tile barrier (racy, timing only: a bound);
 # `ring` (knock-in, checked against the unedited kernel) synchronises the tile ring with a
-# barrier a stage (mbarrier) instead, so row groups drift up to a tile apart.
+# barrier a stage (mbarrier) instead, so row groups drift up to a tile apart. (As run at a1befb2;
+# the ring knock-in became Config.ring_slack in d39d77f: `@ring` is `:ring_slack=1@base` now.)
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
