@@ -450,19 +450,24 @@ RAGGED_SHAPES = [
 ]
 
 
+def _drawn_spec(rng: random.Random, heads: int, q_len: int, mask: str) -> Spec:
+    """A 16-bit spec of these heads, draft length and mask, its dtype then its page size drawn."""
+    return Spec(
+        heads=heads,
+        q_len=q_len,
+        dtype=rng.choice(["float16", "bfloat16"]),
+        page_size=rng.choice([1, 16, 64]),
+        mask=mask,
+    )
+
+
 def _ragged_sample(count: int = 21) -> list[tuple[Spec, Config, list[int]]]:
     """A fixed spread of ragged variants over RAGGED_SHAPES, each valid for the GPU here."""
     rng = random.Random(11)
     sample = []
     while len(sample) < count:
         heads, q_len, mask, hpb, warps, cols = RAGGED_SHAPES[len(sample) % len(RAGGED_SHAPES)]
-        spec = Spec(
-            heads=heads,
-            q_len=q_len,
-            dtype=rng.choice(["float16", "bfloat16"]),
-            page_size=rng.choice([1, 16, 64]),
-            mask=mask,
-        )
+        spec = _drawn_spec(rng, heads, q_len, mask)
         stages = rng.choice([2, 3, 4])
         softmax = rng.choice([0, 1])
         config = Config(
@@ -521,13 +526,7 @@ def _ring_sample(count: int = 12) -> list[tuple[Spec, Config, list[int]]]:
     sample = []
     while len(sample) < count:
         heads, q_len, mask, hpb = shapes[len(sample) % len(shapes)]
-        spec = Spec(
-            heads=heads,
-            q_len=q_len,
-            dtype=rng.choice(["float16", "bfloat16"]),
-            page_size=rng.choice([1, 16, 64]),
-            mask=mask,
-        )
+        spec = _drawn_spec(rng, heads, q_len, mask)
         stages = rng.choice([3, 4, 6, 8])
         config = three_row_config(
             hpb,
