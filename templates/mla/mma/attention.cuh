@@ -81,8 +81,8 @@ constexpr int ROW_STATE_OFFSET = P_OFFSET + P_BYTES;  // per row: rescale factor
 constexpr int RING_OFFSET = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);
 constexpr int RING_BYTES = RING_SLACK ? (2 * STAGES * 8 + 15) / 16 * 16 : 0;  // RING_SLACK: full[], empty[]
 constexpr int MAIN_SMEM = RING_OFFSET + RING_BYTES;
-// Tiles ahead of the one computed that a tile's copy is issued: with RING_SLACK, the stages a row
-// group may run ahead by are taken from the copies' lead.
+// How many tiles ahead of the one computed a tile's copy is issued: all but one stage, less the
+// RING_SLACK tiles a row group may run ahead by.
 constexpr int COPY_LEAD = STAGES - 1 - RING_SLACK;
 
 static_assert(ROW_GROUPS <= 15, "a named barrier (1 + row group) per row group");
@@ -211,13 +211,14 @@ struct TileCopy {
 
 // RING_SLACK: the KV tile ring synchronised by a barrier a stage instead of a block barrier a tile.
 // full[s] completes when every thread's copies of stage s's tile have landed (each thread arrives
-// as its copies land), empty[s] when every warp is done with the tile (after its P.V, a warp's
-// lanes meet at __syncwarp, which orders their reads before lane 0's arrival: one arrival a warp,
-// as one a thread cost sm_120's 168-register blocks spills in two of three defaults). A row group waits for its tile and, before it
-// copies into a stage, for the stage's last tile to drain, so row groups drift up to RING_SLACK
-// tiles apart where a block barrier keeps them in step (three 4-warp blocks an SM drift apart too,
-// but copy every tile three times). Needs SPLIT_SOFTMAX, whose barrier after the softmax is what
-// keeps a row group's next partial scores from overwriting those its slower warps still read.
+// as its copies land), empty[s] when every warp is done with the tile (after its P.V the warp's
+// lanes meet at __syncwarp, which orders their reads before lane 0's arrival; one arrival a thread
+// instead cost sm_120's 168-register blocks spills in two of three defaults). A row group waits for
+// its tile and, before it copies into a stage, for the stage's last tile to drain, so row groups
+// drift up to RING_SLACK tiles apart where a block barrier keeps them in step (three 4-warp blocks
+// an SM drift apart too, but copy every tile three times). Needs SPLIT_SOFTMAX: its row-group
+// barrier after the softmax keeps a row group's next partial scores off those its slower warps
+// still read.
 struct Ring {
   unsigned long long* bar;  // full[STAGES], then empty[STAGES]
 
