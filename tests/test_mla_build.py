@@ -391,7 +391,10 @@ def test_ring_slack_builds_stage_barriers_for_sm120_without_spills_and_refuses_w
         assert config.short_name().endswith(f"_ss_pc_rs{slack}")
         counts = opcode_counts(disassemble(kernel.cubin, "mla_attention"))
         assert any(op.startswith("SYNCS") for op in counts), sorted(counts)  # mbarrier ops
-    assert "constexpr int RING_SLACK = 0;" in build(spec, lockstep, "sm_120").source
+    in_step = build(spec, lockstep, "sm_120")
+    assert "constexpr int RING_SLACK = 0;" in in_step.source
+    in_step_counts = opcode_counts(disassemble(in_step.cubin, "mla_attention"))
+    assert not any(op.startswith("SYNCS") for op in in_step_counts), sorted(in_step_counts)
     refusals = {
         "smem_stages": replace(lockstep, smem_stages=3, ring_slack=2),
         "split_softmax": replace(lockstep, split_softmax=0, ring_slack=1),

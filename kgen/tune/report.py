@@ -107,12 +107,12 @@ def write_csv(report: dict, path: Path) -> None:
 
 
 def config_name(c: dict, splits: bool = True) -> str:
-    """hb8 s16 v8 st2 w4 n32 [mma c4 [mb1] [qa] [sr] [ss] [sw] [pc] [ws]]: heads_per_block,
+    """hb8 s16 v8 st2 w4 n32 [mma c4 [mb1] [qa] [sr] [ss] [sw] [pc] [ws] [rs1]]: heads_per_block,
     kv_splits, vec_width, stages, warps, block_n [, tensor-core path with col_groups
     [, min_blocks] [, q.K ahead] [, split reduce] [, split softmax] [, swapped rows] [, PDL merge]
     [, warps in two roles] [, ring slack]]. A sparse config: hb16 s4 n16 st3 g16 w4 c4 sha|reg
-    [mb1] [pc] [ss]
-    (gather_bytes, where fp8 is dequantized, min_blocks, PDL merge, split softmax)."""
+    [mb1] [pc] [ss] (gather_bytes, where fp8 is dequantized, min_blocks, PDL merge, split
+    softmax)."""
     split = f" s{c['kv_splits']}" if splits else ""
     if "dequant" in c:
         return (
