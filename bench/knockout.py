@@ -30,6 +30,9 @@ Knock-outs (join several with '+'):
   wbpf2  (knock-in) bpf2 in a swapped-rows block
   evict1st, evictlast  (knock-ins, results unchanged) the line-hinted 16-byte copies (KV tiles, q)
           with an L2 eviction priority
+  stag350, stag700, stag1400  (knock-ins, results unchanged; ring_slack >= 1) row group g starts
+          the prefix loop g x 350 (700, 1400) clock cycles after row group 0, so the three-row
+          block's groups run out of phase (one in q.K^T while another is in its softmax)
   qk2acc  (knock-in, results equal within rounding) q.K^T's k steps alternate between two sets of
           accumulators, summed at the end: two independent MMA chains of half the length each
   early   pdl_combine: the attention kernel lets mla_combine launch at its start, not its end
@@ -570,6 +573,20 @@ def gridbar_edits(merge: str) -> list[tuple[str, str]]:
 # Knock-ins that edit another's code, and the one they apply after (CASE@gridbar+trace)
 AFTER = {"barrieronly": "gridbar", "nobarrier": "gridbar", "twice": "gridbar", "trace": "gridbar"}
 
+LOOP_AFTER_DRAFTS = "  tiles_loop(Flag<false>(), draft_tiles, num_tiles);\n"
+
+
+def stagger_edit(cycles: int) -> tuple[str, str]:
+    """Row group g spins g x `cycles` clocks before its prefix loop (the ring lets it lag)."""
+    return (
+        LOOP_AFTER_DRAFTS,
+        "  if constexpr (RING_SLACK > 0) {\n"
+        "    const long long t0 = clock64();\n"
+        f"    while (clock64() - t0 < {cycles}ll * ln.rg) {{}}\n"
+        "  }\n" + LOOP_AFTER_DRAFTS,
+    )
+
+
 EDITS = {
     "nocopy": [
         (
@@ -606,6 +623,7 @@ EDITS = {
         ('  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));\n', "  y = x;\n"),
     ],
     "qk2acc": two_chain_edits(),
+    **{f"stag{c}": [stagger_edit(c)] for c in (350, 700, 1400)},
     "early": [
         LATE_TRIGGER,
         (

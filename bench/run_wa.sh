@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# On the device (thirty-seventh session): do the three-row block's row groups gain from running
+# out of phase? With the ring (ring_slack >= 1) a row group may lag; knock-ins stag350/700/1400
+# (bench/knockout.py) start row group g's prefix loop g x N clocks after group 0, so one group's
+# q.K^T overlaps another's softmax. --check: outputs against the unedited kernel.
+set -uo pipefail
+out=${OUT:-gpu-out}; mkdir -p "$out"
+export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
+w12=num_warps=12,col_groups=4,min_blocks=1,split_softmax=1,qk_ahead=0
+t3="kimi-tp1-verify-tree:heads_per_block=3,$w12,kv_splits=6"
+t8="kimi-tp8-verify-tree:heads_per_block=3,$w12,kv_splits=44,smem_stages=4,ring_slack=1"
+d48="dsv3-tp1-batch:heads_per_block=48,$w12,kv_splits=5,smem_stages=4,ring_slack=1"
+runs=(
+  kimi-tp1-verify-tree@base
+  "$t3,smem_stages=4,ring_slack=1@base" "$t3,smem_stages=4,ring_slack=1@stag350"
+  "$t3,smem_stages=4,ring_slack=1@stag700" "$t3,smem_stages=4,ring_slack=1@stag1400"
+  "$t3,smem_stages=4,ring_slack=2@stag700" "$t3,smem_stages=4,ring_slack=2@stag1400"
+  "$t3,smem_stages=6,ring_slack=2@base" "$t3,smem_stages=6,ring_slack=2@stag700"
+  "$t3,smem_stages=6,ring_slack=2@stag1400" "$t3,smem_stages=8,ring_slack=3@stag1400"
+  kimi-tp8-verify-tree@base "$t8@base" "$t8@stag700"
+  dsv3-tp1-batch@base "$d48@base" "$d48@stag700"
+)
+timeout 260 python3 bench/knockout.py --reps 20 --check "${runs[@]}" > "$out/ko1.txt" 2> "$out/ko1.err"
+echo "knockout round 1 exit $?"
+timeout 120 python3 bench/knockout.py --reps 20 "${runs[@]}" > "$out/ko2.txt" 2> "$out/ko2.err"
+echo "knockout round 2 exit $?"
+tail -3 "$out/ko1.err"
+paste -d' ' <(cut -c1-210 "$out/ko1.txt") <(awk '{print $NF}' "$out/ko2.txt") | sed 's/  */ /g'
