@@ -30,6 +30,9 @@ Knock-outs (join several with '+'):
   wbpf2  (knock-in) bpf2 in a swapped-rows block
   evict1st, evictlast  (knock-ins, results unchanged) the line-hinted 16-byte copies (KV tiles, q)
           with an L2 eviction priority
+  spread  (knock-in, results unchanged) SPREAD_COPIES for every block without q.K ahead, 4-warp
+          blocks too: a tile's copies dealt over the next q.K^T's k steps, not issued in one
+          burst right after the tile barrier
   stag350, stag700, stag1400  (knock-ins, results unchanged; ring_slack >= 1) row group g starts
           the prefix loop g x 350 (700, 1400) clock cycles after row group 0, so the three-row
           block's groups run out of phase (one in q.K^T while another is in its softmax)
@@ -623,6 +626,12 @@ EDITS = {
         ('  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));\n', "  y = x;\n"),
     ],
     "qk2acc": two_chain_edits(),
+    "spread": [
+        (
+            "constexpr bool SPREAD_COPIES = NUM_WARPS >= 8 && !QK_AHEAD;\n",
+            "constexpr bool SPREAD_COPIES = !QK_AHEAD;\n",
+        )
+    ],
     **{f"stag{c}": [stagger_edit(c)] for c in (350, 700, 1400)},
     "early": [
         LATE_TRIGGER,
