@@ -101,7 +101,7 @@ def _fma_candidates(spec: Spec, arch: Arch):
             yield config, 0  # (config, the blocks per SM it must reach: any)
 
 
-def _mma_candidates(spec: Spec, batch: int, sm_count: int):
+def _mma_candidates(spec: Spec, arch: Arch, batch: int, sm_count: int):
     """(config, the blocks per SM it must reach), most wanted first. First, 4-warp blocks of one
     m16 tile of rows with 16-position tiles three deep, where three share an SM (228 KB of shared
     memory: the H200; not sm_120's 100 KB or sm_80's 164 KB): in the eleventh session's H200
@@ -114,7 +114,7 @@ def _mma_candidates(spec: Spec, batch: int, sm_count: int):
     12-17% faster on four such shapes, and 5-6% slower on two of unpadded tiles (q_len 4 and 16;
     thirty-fifth session, bench/RESULTS.md)."""
     ones = list(_mma_shapes(spec, batch, sm_count, max_m_tiles=1, min_blocks=0))
-    three = _three_row_groups(spec)
+    three = _three_row_groups(spec, arch)
     padded = spec.q_len > 1 and bool(ones) and _padding(spec, ones[0]) >= PADDED_TILE
     if three is not None and padded:
         yield three, 1
@@ -148,7 +148,7 @@ THREE_ROW_MAX_IDLE = 0.05
 THREE_ROW_MIN_GAIN = 1.08
 
 
-def _three_row_groups(spec: Spec) -> Config | None:
+def _three_row_groups(spec: Spec, arch: Arch) -> Config | None:
     """Where three 4-warp blocks do not fit an SM (sm_120's 100 KB, sm_80's 164 KB at three
     stages): one 12-warp block of three 16-row groups on one KV pipeline, 12 warps an SM instead
     of the two 4-warp blocks' 8. Decode: 48 heads a block, only where 48 divides H; measured on
@@ -165,7 +165,10 @@ def _three_row_groups(spec: Spec) -> Config | None:
     well as the two blocks' (THREE_ROW_MIN_GAIN; decode's block, measured where it filled them,
     is taken as it was). Its KV tile ring runs on a barrier a stage (ring_slack 1: row groups up
     to a tile apart, copies two tiles ahead): 1.8-3.0% faster than the block barrier a tile on
-    five verification shapes at sm_120's occupancy (thirty-sixth session; slack 2 no better)."""
+    five verification shapes at sm_120's occupancy (thirty-sixth session; slack 2 no better),
+    where the arch has the PDL merge it was measured with (sm_90, sm_120): beside the fused
+    merge's code it spills (sm_80 / 86 / 89, NVRTC 13.5: 4-8 B in up to a fifth of the
+    candidates), so there the block barrier a tile stays."""
     if spec.q_len == 1:
         if not spec.masks_nothing or spec.heads % THREE_ROWS:
             return None
@@ -176,7 +179,10 @@ def _three_row_groups(spec: Spec) -> Config | None:
     padded = math.ceil(spec.heads / heads) * heads
     if padded - spec.heads > THREE_ROW_MAX_IDLE * padded:
         return None
-    return three_row_config(heads, smem_stages=4, min_blocks=1, split_softmax=1, ring_slack=1)
+    ring_slack = 1 if arch.has_pdl else 0
+    return three_row_config(
+        heads, smem_stages=4, min_blocks=1, split_softmax=1, ring_slack=ring_slack
+    )
 
 
 TILED_MIN_ROWS = 32  # rows a tiled block must hold of its 64 (below, padding is most of its work)
@@ -197,7 +203,7 @@ def _first_fitting(spec: Spec, arch: Arch, compute: str, batch: int, sm_count: i
     """The first candidate under the register limit that reaches its blocks per SM; else the
     first under the limit that asks for at most two. Candidates `accept` refuses are passed over."""
     if compute == "mma":
-        candidates = _mma_candidates(spec, batch, sm_count)
+        candidates = _mma_candidates(spec, arch, batch, sm_count)
     elif compute == "tiled":
         candidates = _tiled_candidates(spec)
     else:
@@ -344,12 +350,8 @@ def _with_pdl(config: Config, arch: Arch) -> Config:
     """`config` with the split-KV merge in a kernel of its own (programmatic dependent launch)
     wherever the arch has it (sm_90, sm_120): on the H200 the heuristic defaults of the 13 dense
     16-bit grid cases took 1-12% less time with it on 12 of them and 7% more on
-    kimi-tp1-verify-tree (same splits and occupancy; bench/RESULTS.md, seventeenth session);
-    elsewhere (the merge fused) without the ring of a three-row block."""
-    pdl = config.compute == "mma" and arch.has_pdl
-    # The tile ring on a barrier a stage was measured with the PDL merge; beside the fused merge's
-    # code it spills (sm_80 / 86 / 89, NVRTC 13.5: 4-8 B in up to a fifth of the candidates)
-    return replace(config, pdl_combine=int(pdl), ring_slack=config.ring_slack if pdl else 0)
+    kimi-tp1-verify-tree (same splits and occupancy; bench/RESULTS.md, seventeenth session)."""
+    return replace(config, pdl_combine=int(config.compute == "mma" and arch.has_pdl))
 
 
 def one_wave_splits(

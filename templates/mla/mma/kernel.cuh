@@ -130,16 +130,20 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
       // Tile `next`'s copy: now, or with SPREAD_COPIES in pieces by this iteration's q.K^T
       const TileCopy copy =
           next < num_tiles ? TileCopy(p, tile_start(next), end, page, tiles + (next % STAGES) * TILE_ELEMS) : TileCopy();
-      if constexpr (!SPREAD_COPIES) {
-        copy.all();
+      // Its copies issued: one cp.async group a tile, and with the ring this thread's arrival on
+      // the stage's full barrier as they land
+      auto commit = [&] {
         kgen::cp_async_commit();
         if (RING_SLACK > 0 && next < num_tiles) ring.copied(next);
+      };
+      if constexpr (!SPREAD_COPIES) {
+        copy.all();
+        commit();
       }
       page = fetch_page(p, b, tile_start(next + 1), end);  // used an iteration from now
       if constexpr (!QK_AHEAD) {
         qk_partials(tile, qf, q_s, partials, copy, ln);
-        if constexpr (SPREAD_COPIES) kgen::cp_async_commit();
-        if (SPREAD_COPIES && RING_SLACK > 0 && next < num_tiles) ring.copied(next);
+        if constexpr (SPREAD_COPIES) commit();
         // The partials are whole. A row group reads only its own rows' partials, so without drafts
         // (no scan, whose flags are block-wide) its own barrier is enough.
         if constexpr (!DRAFTS) {
