@@ -33,6 +33,8 @@ Knock-outs (join several with '+'):
   spread  (knock-in, results unchanged) SPREAD_COPIES for every block without q.K ahead, 4-warp
           blocks too: a tile's copies dealt over the next q.K^T's k steps, not issued in one
           burst right after the tile barrier
+  nospread  (knock-in, results unchanged) no SPREAD_COPIES anywhere: the 8- and 12-warp blocks
+          issue a tile's copies in one burst after the tile barrier, as 4-warp blocks do
   stag350, stag700, stag1400  (knock-ins, results unchanged; ring_slack >= 1) row group g starts
           the prefix loop g x 350 (700, 1400) clock cycles after row group 0, so the three-row
           block's groups run out of phase (one in q.K^T while another is in its softmax)
@@ -626,6 +628,12 @@ EDITS = {
         ('  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));\n', "  y = x;\n"),
     ],
     "qk2acc": two_chain_edits(),
+    "nospread": [
+        (
+            "constexpr bool SPREAD_COPIES = NUM_WARPS >= 8 && !QK_AHEAD;\n",
+            "constexpr bool SPREAD_COPIES = false;\n",
+        )
+    ],
     "spread": [
         (
             "constexpr bool SPREAD_COPIES = NUM_WARPS >= 8 && !QK_AHEAD;\n",
