@@ -8,7 +8,9 @@ __syncwarp into an mbarrier arrival; hazards in both, or wrong results, would be
 (The thirty-sixth session's ve/ ran the version of c008d49: the same variants and arrivals, its own
 copy of the loop without the NaN draft row.)
 
-    compute-sanitizer --tool racecheck python3 bench/ring_racecheck.py warp|thread
+    compute-sanitizer --tool racecheck python3 bench/ring_racecheck.py warp|thread [REGEX]
+
+(REGEX: of the variants' "spec config" names; default every ring variant, `_rs[0-9]`.)
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ def main() -> int:
         raise SystemExit(f"ring_racecheck: warp or thread, not {mode!r}")
     if mode == "thread":
         kernel_module.mla_program = per_thread_arrivals(kernel_module.mla_program)
-    sys.argv = [sys.argv[0], "_rs[0-9]"]  # the sample's variants whose config names a ring
+    regex = sys.argv[2] if len(sys.argv) > 2 else "_rs[0-9]"  # default: every ring variant
+    sys.argv = [sys.argv[0], regex]
     return sanitize_sample.main()
 
 

@@ -674,6 +674,19 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
             3, kv_splits=1, smem_stages=6, split_softmax=1, min_blocks=1, ring_slack=3
         ),
     ),
+    # sm_120's default for decode of 96 heads: two 48-head blocks on the ring, the PDL merge
+    (
+        Spec(heads=96, q_len=1, dtype="bfloat16", page_size=64, mask="none"),
+        three_row_config(
+            48,
+            kv_splits=3,
+            smem_stages=4,
+            split_softmax=1,
+            min_blocks=1,
+            pdl_combine=1,
+            ring_slack=1,
+        ),
+    ),
 ]
 
 

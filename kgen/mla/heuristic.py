@@ -168,18 +168,28 @@ def _three_row_groups(spec: Spec, arch: Arch) -> Config | None:
     five verification shapes at sm_120's occupancy (thirty-sixth session; slack 2 no better),
     where the arch has the PDL merge it was measured with (sm_90, sm_120): beside the fused
     merge's code it spills (sm_80 / 86 / 89, NVRTC 13.5: 4-8 B in up to a fifth of the
-    candidates), so there the block barrier a tile stays."""
+    candidates), so there the block barrier a tile stays. Decode's block takes the ring there
+    too, at four stages: at sm_120's occupancy 3.5-6.0% faster than three stages in lock-step on
+    six shapes (H = 48 and 96, B = 1-32, 4k-64k positions; four stages in lock-step level with
+    three, ring_slack 2 slower; thirty-seventh session), where three stages on the ring spill on
+    sm_120 (32 B); without the ring it keeps three stages."""
+    ring_slack = 1 if arch.has_pdl else 0
     if spec.q_len == 1:
         if not spec.masks_nothing or spec.heads % THREE_ROWS:
             return None
-        return three_row_config(THREE_ROWS, smem_stages=3, min_blocks=1, split_softmax=1)
+        return three_row_config(
+            THREE_ROWS,
+            smem_stages=4 if ring_slack else 3,
+            min_blocks=1,
+            split_softmax=1,
+            ring_slack=ring_slack,
+        )
     if THREE_ROWS % spec.q_len or THREE_ROWS // spec.q_len > spec.heads:
         return None
     heads = THREE_ROWS // spec.q_len
     padded = math.ceil(spec.heads / heads) * heads
     if padded - spec.heads > THREE_ROW_MAX_IDLE * padded:
         return None
-    ring_slack = 1 if arch.has_pdl else 0
     return three_row_config(
         heads, smem_stages=4, min_blocks=1, split_softmax=1, ring_slack=ring_slack
     )
