@@ -581,6 +581,14 @@ AFTER = {"barrieronly": "gridbar", "nobarrier": "gridbar", "twice": "gridbar", "
 LOOP_AFTER_DRAFTS = "  tiles_loop(Flag<false>(), draft_tiles, num_tiles);\n"
 
 
+def spread_rule(rule: str) -> tuple[str, str]:
+    """SPREAD_COPIES (which blocks deal a tile's copies over q.K^T) set to `rule`."""
+    return (
+        "constexpr bool SPREAD_COPIES = NUM_WARPS >= 8 && !QK_AHEAD;\n",
+        f"constexpr bool SPREAD_COPIES = {rule};\n",
+    )
+
+
 def stagger_edit(cycles: int) -> tuple[str, str]:
     """Row group g spins g x `cycles` clocks before its prefix loop (the ring lets it lag)."""
     return (
@@ -628,18 +636,8 @@ EDITS = {
         ('  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));\n', "  y = x;\n"),
     ],
     "qk2acc": two_chain_edits(),
-    "nospread": [
-        (
-            "constexpr bool SPREAD_COPIES = NUM_WARPS >= 8 && !QK_AHEAD;\n",
-            "constexpr bool SPREAD_COPIES = false;\n",
-        )
-    ],
-    "spread": [
-        (
-            "constexpr bool SPREAD_COPIES = NUM_WARPS >= 8 && !QK_AHEAD;\n",
-            "constexpr bool SPREAD_COPIES = !QK_AHEAD;\n",
-        )
-    ],
+    "nospread": [spread_rule("false")],
+    "spread": [spread_rule("!QK_AHEAD")],
     **{f"stag{c}": [stagger_edit(c)] for c in (350, 700, 1400)},
     "early": [
         LATE_TRIGGER,

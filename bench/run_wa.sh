@@ -3,6 +3,7 @@
 # out of phase? With the ring (ring_slack >= 1) a row group may lag; knock-ins stag350/700/1400
 # (bench/knockout.py) start row group g's prefix loop g x N clocks after group 0, so one group's
 # q.K^T overlaps another's softmax. --check: outputs against the unedited kernel.
+# (As run at 2660482: its two rounds inline, the same commands as bench/knockout_rounds.sh.)
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
@@ -20,9 +21,4 @@ runs=(
   kimi-tp8-verify-tree@base "$t8@base" "$t8@stag700"
   dsv3-tp1-batch@base "$d48@base" "$d48@stag700"
 )
-timeout 260 python3 bench/knockout.py --reps 20 --check "${runs[@]}" > "$out/ko1.txt" 2> "$out/ko1.err"
-echo "knockout round 1 exit $?"
-timeout 120 python3 bench/knockout.py --reps 20 "${runs[@]}" > "$out/ko2.txt" 2> "$out/ko2.err"
-echo "knockout round 2 exit $?"
-tail -3 "$out/ko1.err"
-paste -d' ' <(cut -c1-210 "$out/ko1.txt") <(awk '{print $NF}' "$out/ko2.txt") | sed 's/  */ /g'
+bash bench/knockout_rounds.sh 260 "${runs[@]}"

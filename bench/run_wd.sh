@@ -2,6 +2,7 @@
 # On the device (thirty-seventh session): the converse of run_wb.sh. The 4-warp blocks lost 3-8%
 # with their copies dealt over q.K^T; do the 8- and 12-warp blocks (SPREAD_COPIES since the sixth
 # session) gain with theirs in one burst after the tile barrier? Knock-in `nospread`, --check.
+# (As run at dafdb98: its two rounds inline, the same commands as bench/knockout_rounds.sh.)
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
@@ -14,9 +15,4 @@ for c in "kimi-tp1-verify-tree:heads_per_block=3,$w12,kv_splits=6,smem_stages=4,
     "kimi-tp1-batch:heads_per_block=32,num_warps=8,col_groups=4,min_blocks=1,split_softmax=1,qk_ahead=0,smem_stages=3,kv_splits=2"; do
   runs+=("$c@base" "$c@nospread")
 done
-timeout 200 python3 bench/knockout.py --reps 20 --check "${runs[@]}" > "$out/ko1.txt" 2> "$out/ko1.err"
-echo "knockout round 1 exit $?"
-timeout 120 python3 bench/knockout.py --reps 20 "${runs[@]}" > "$out/ko2.txt" 2> "$out/ko2.err"
-echo "knockout round 2 exit $?"
-tail -3 "$out/ko1.err"
-paste -d' ' <(cut -c1-250 "$out/ko1.txt") <(awk '{print $NF}' "$out/ko2.txt") | sed 's/  */ /g; s/num_warps=[^ ]*qk_ahead=0,//'
+bash bench/knockout_rounds.sh 200 "${runs[@]}"
