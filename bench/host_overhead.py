@@ -66,7 +66,8 @@ def gpu_rows():
     bits = pack_tree_mask(tree.mask)
     runner.run(w.q, w.kv_cache, w.block_table, w.seq_lens, out=out, lse=lse)  # fills the pointers
     packed = runner._launch
-    head, argv = packed._head, packed._argv_address
+    head = (packed.kernel.handle, *packed.grid, *packed.block, packed.smem)
+    argv = packed._argv_address
     stream = runner_module.current_stream(runner._index)
     handle = cu_stream(stream)
     a, b = torch.zeros(1, device="cuda"), torch.zeros(1, device="cuda")
