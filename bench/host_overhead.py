@@ -1,6 +1,7 @@
-"""Host cost of one call: 3000 back-to-back calls of a tiny decode problem (the GPU is never the
-bottleneck), then one sync; per-call microseconds, median of 5 rounds, beside a one-element
-torch.add for scale and the bare cuLaunchKernel floor (prepacked arguments, cached handles).
+"""Host cost of one call: 3000 back-to-back calls of a tiny decode problem, then one sync (how
+long it waited says whether the GPU, not the host, set the pace); per-call microseconds, median
+of 5 rounds in which the rows take turns, beside a one-element torch.add for scale and the bare
+cuLaunchKernel floor (prepacked arguments, cached handles).
 
     PYTHONPATH=. python3 bench/host_overhead.py          # on a GPU
     PYTHONPATH=. python3 bench/host_overhead.py --cpu    # no GPU: the Python only, launch mocked
@@ -41,19 +42,30 @@ CONFIG = Config(  # 16 rows per block for either spec: one m16 tile
 CONFIGS = {DECODE: CONFIG, VERIFY: Config(**{**CONFIG.to_dict(), "heads_per_block": 4})}
 
 
-def per_call_us(call, sync) -> tuple[float, float]:
-    """Median and spread (max - min) over ROUNDS of the host time per call of CALLS calls."""
-    for _ in range(200):
-        call()
-    sync()
-    rounds = []
-    for _ in range(ROUNDS):
-        start = time.perf_counter()
-        for _ in range(CALLS):
+def per_call_us(rows, sync) -> list[tuple[float, float, float]]:
+    """For each row: the median and spread (max - min) over ROUNDS of the host time per call of
+    CALLS calls, and the median time the sync after them waited (large where the GPU, not the
+    host, set the pace). The rows take turns within each round, so a drift of the host's speed
+    during the run weighs on every row alike."""
+    for _, call in rows:
+        for _ in range(200):
             call()
-        rounds.append((time.perf_counter() - start) / CALLS * 1e6)
-        sync()
-    return statistics.median(rounds), max(rounds) - min(rounds)
+    sync()
+    host = [[] for _ in rows]
+    drain = [[] for _ in rows]
+    for _ in range(ROUNDS):
+        for k, (_, call) in enumerate(rows):
+            start = time.perf_counter()
+            for _ in range(CALLS):
+                call()
+            end = time.perf_counter()
+            sync()
+            host[k].append((end - start) / CALLS * 1e6)
+            drain[k].append((time.perf_counter() - end) * 1e6)
+    return [
+        (statistics.median(h), max(h) - min(h), statistics.median(d))
+        for h, d in zip(host, drain, strict=True)
+    ]
 
 
 def gpu_rows():
@@ -204,10 +216,12 @@ def main() -> int:
     where = "CPU (launch mocked)" if on_cpu else torch.cuda.get_device_name()
     print(f"host cost per call, {CALLS} back-to-back calls x {ROUNDS} rounds, {where}")
     base = None
-    for name, call in rows:
-        median, spread = per_call_us(call, sync)
+    for (name, _), (median, spread, drain) in zip(rows, per_call_us(rows, sync), strict=True):
         base = base or median
-        print(f"{name:48s} {median:7.2f} us  (spread {spread:5.2f})  {median / base:5.2f}x add")
+        print(
+            f"{name:48s} {median:7.2f} us  (spread {spread:5.2f})  {median / base:5.2f}x add"
+            f"  (sync after: {drain:6.0f} us)"
+        )
     return 0
 
 
