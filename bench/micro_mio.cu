@@ -20,6 +20,8 @@ __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsig
 
 // MODE: 0 movm x8 | 1 ldsm.x4 x2 | 2 ldsm.x4.trans x2 | 3 shfl x8 | 4 mma x8 | 5 mma x8 + movm x8
 //       6 mma x8 + ldsm.x4.trans x2 | 7 mma x8 + movm x4 | 8 mma x8 + ldsm.x4 x1
+//       9 mma x8 + ldsm.x4 x2 | 10 mma x8 + ldsm.x4.trans x1 | 11 mma x8 + ldsm.x4 x2 + movm x8
+// (bench/micro_feed.py measures mma fed by the loads it consumes.)
 template <int MODE>
 __device__ void body(unsigned long long* cycles, unsigned* sink, int iters) {
   __shared__ __align__(16) unsigned short tile[64 * 64];
@@ -40,15 +42,20 @@ __device__ void body(unsigned long long* cycles, unsigned* sink, int iters) {
 #pragma unroll
       for (int j = 0; j < 8; ++j) r[j] = movm(r[j]);
     }
+    if (MODE == 11) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) r[j] = movm(r[j]);
+    }
     if (MODE == 7) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) r[j] = movm(r[j]);
     }
-    if (MODE == 1 || MODE == 2 || MODE == 6 || MODE == 8) {
+    if (MODE == 1 || MODE == 2 || MODE == 6 || MODE == 8 || (MODE >= 9 && MODE <= 11)) {
 #pragma unroll
-      for (int j = 0; j < (MODE == 8 ? 1 : 2); ++j) {
-        if (MODE == 1 || MODE == 8) ldsm4(l, base + j * 16 * 64 * 2 + (it & 1) * 32);
-        else ldsm4t(l, base + j * 16 * 64 * 2 + (it & 1) * 32);
+      for (int j = 0; j < (MODE == 8 || MODE == 10 ? 1 : 2); ++j) {
+        const unsigned at = base + j * 16 * 64 * 2 + (it & 1) * 32;
+        if (MODE == 1 || MODE == 8 || MODE == 9 || MODE == 11) ldsm4(l, at);
+        else ldsm4t(l, at);
         r[4 * j] ^= l[0]; r[4 * j + 1] ^= l[1]; r[4 * j + 2] ^= l[2]; r[4 * j + 3] ^= l[3];
       }
     }

@@ -34,6 +34,9 @@ KERNELS = {
     6: ("mma x8 + ldmatrix.x4.trans x2", 8, 2 * 512),
     7: ("mma x8 + movm x4", 8, 4 * 128),
     8: ("mma x8 + ldmatrix.x4 x1", 8, 512),
+    9: ("mma x8 + ldmatrix.x4 x2", 8, 2 * 512),
+    10: ("mma x8 + ldmatrix.x4.trans x1", 8, 512),
+    11: ("mma x8 + ldmatrix.x4 x2 + movm x8", 8, 2 * 512),
 }
 for mode in KERNELS:
     SOURCE += (
