@@ -98,8 +98,8 @@ class _ExLaunch:
     """A kernel with its grid, block, shared memory and argument array fixed once, sent by
     `launch(stream)` with cuLaunchKernelEx: its launch config is made once (the stream set only
     when it changes) and the kernel's CUfunction in the current context looked up on the first
-    launch. On the H200 host this costs 4.5 us a call against cuLaunchKernel's 5.1 with the
-    context-independent CUkernel (bench/host_overhead.py, thirty-fourth session)."""
+    launch. On the H200 machine's hosts this took 4.0-4.8 us a call where cuLaunchKernel on the
+    context-independent CUkernel took 4.4-5.8 (bench/host_overhead.py, bench/RESULTS.md)."""
 
     def __init__(
         self, kernel: Kernel, grid, block, smem: int, device: int, argv_address: int, attrs
