@@ -53,6 +53,33 @@ def test_run_matches_the_reference_with_bool_and_packed_masks(config):
     assert not runner.workspace.counters.any()  # every launch leaves them zero
 
 
+@CONFIGS
+def test_run_follows_the_current_stream_from_call_to_call(config):
+    """run on one side stream, then on another, each behind a long sleep and a write of q on its
+    own stream: each launch must queue behind its own stream's write. (A launch holds its config
+    and rewrites the stream only when it changes: one left on the first stream would run the
+    second call during the sleep, on the first q, and both merge kernels follow it.)"""
+    import torch
+
+    w = make_workload(SPEC, [37, 90], seed=3, max_pages=WIDTH)
+    runner = kgen.mla.plan(SPEC, BATCH, WIDTH, config=config, scale=w.scale)
+    bits = pack_tree_mask(w.mask)
+    qs = [w.q.clone(), torch.randn_like(w.q)]
+    expected = [runner.run(q, w.kv_cache, w.block_table, w.seq_lens, bits)[0] for q in qs]
+    q = torch.zeros_like(w.q)
+    out, lse = w.poisoned_outputs()
+    sides = [torch.cuda.Stream(), torch.cuda.Stream()]
+    assert sides[0].cuda_stream != sides[1].cuda_stream
+    torch.cuda.synchronize()
+    for side, new_q, want in zip(sides, qs, expected, strict=True):
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time before the write
+            q.copy_(new_q)
+            runner.run(q, w.kv_cache, w.block_table, w.seq_lens, bits, out=out, lse=lse)
+        torch.cuda.synchronize()
+        assert torch.equal(out, want)
+
+
 def allocations_made() -> int:
     """Device allocations this process's caching allocator has served so far."""
     import torch
