@@ -102,15 +102,17 @@ class _ExLaunch:
     context-independent CUkernel took 4.4-5.8 (bench/host_overhead.py, bench/RESULTS.md)."""
 
     def __init__(
-        self, kernel: Kernel, grid, block, smem: int, device: int, argv_address: int, attrs
+        self,
+        kernel: Kernel,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        smem: int,
+        device: int,
+        argv_address: int,
+        attrs: tuple = (),
     ):
-        self.kernel, self.grid, self.block, self.smem, self.device = (
-            kernel,
-            grid,
-            block,
-            smem,
-            device,
-        )
+        self.kernel, self.grid, self.block = kernel, grid, block
+        self.smem, self.device = smem, device
         self._argv_address = argv_address
         self._function = None
         self._stream = None  # the stream handle the config holds
@@ -170,7 +172,7 @@ class PackedLaunch(_ExLaunch):
         kernel.prepare(device, smem)
         self.params = params
         self._argv = (ctypes.c_void_p * 1)(ctypes.addressof(params))
-        super().__init__(kernel, grid, block, smem, device, ctypes.addressof(self._argv), ())
+        super().__init__(kernel, grid, block, smem, device, ctypes.addressof(self._argv))
 
 
 class DependentLaunch(_ExLaunch):
