@@ -8,17 +8,11 @@ of a dims order permuted alike in q and K), each alone, and the MMAs alone.
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import torch  # noqa: E402
-from cuda.bindings import driver  # noqa: E402
-
-from kgen.compiler import compile_cubin  # noqa: E402
-from kgen.launch import Kernel, check  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from micro_mio import ClockedLoops, entry_points  # noqa: E402
 
 ITERS = 4096
 MODES = {
@@ -30,23 +24,13 @@ MODES = {
     5: ("ldmatrix.x4.trans x4 -> mma x8", 8, 4),
     6: ("ldmatrix.x4 x4 -> movmatrix x16 -> mma x8", 8, 4),
 }
-SOURCE = (Path(__file__).parent / "micro_feed.cu").read_text() + "".join(
-    f'extern "C" __global__ void __launch_bounds__(1024) k{m}(unsigned long long* c, '
-    f"unsigned* s, int n) {{ body<{m}>(c, s, n); }}\n"
-    for m in MODES
-)
+SOURCE = (Path(__file__).parent / "micro_feed.cu").read_text() + entry_points(MODES, 1024)
 
 
 def main() -> None:
     warps_list = [int(w) for w in sys.argv[1:]] or [8, 12, 16]
-    props = torch.cuda.get_device_properties(0)
-    result = compile_cubin(SOURCE, f"sm_{props.major}{props.minor}", name="micro_feed.cu")
-    torch.zeros(1, device="cuda")  # torch's context current
-    library = check(driver.cuLibraryLoadData(result.cubin, None, None, 0, None, None, 0), "load")
-    sms = props.multi_processor_count
-    cycles = torch.zeros(sms, dtype=torch.int64, device="cuda")
-    sink = torch.zeros(sms * 1024, dtype=torch.int32, device="cuda")
-    print(f"{props.name}, {sms} SMs, one block an SM, {ITERS} iterations")
+    loops = ClockedLoops(SOURCE, "micro_feed.cu", 1024)
+    print(f"{loops.props.name}, {loops.sms} SMs, one block an SM, {ITERS} iterations")
     print(
         f"{'loop body (per warp, per iteration)':44s} {'warps':>5s} {'clk/iter':>8s} "
         f"{'MMA/clk/SM':>10s} {'B/clk/SM':>8s} {'% of MMA alone':>14s}"
@@ -55,17 +39,7 @@ def main() -> None:
         alone = None
         for mode in sorted(MODES, key=lambda m: m != 2):  # the MMAs alone first: the baseline
             label, mmas, loads = MODES[mode]
-            args = [
-                ctypes.c_void_p(cycles.data_ptr()),
-                ctypes.c_void_p(sink.data_ptr()),
-                ctypes.c_int(ITERS),
-            ]
-            name = f"k{mode}"
-            kernel = Kernel(name, check(driver.cuLibraryGetKernel(library, name.encode()), name))
-            for _ in range(2):
-                kernel.launch((sms, 1, 1), (warps * 32, 1, 1), args)
-            torch.cuda.synchronize()
-            per_iter = cycles.double().median().item() / ITERS / warps  # SM clocks a warp-iteration
+            per_iter = loops.per_warp_iteration(mode, warps, ITERS)
             rate = mmas / per_iter
             alone = rate if mode == 2 else alone
             share = f"{100 * rate / alone:13.0f}%" if alone and mmas else ""

@@ -38,38 +38,52 @@ KERNELS = {
     10: ("mma x8 + ldmatrix.x4.trans x1", 8, 512),
     11: ("mma x8 + ldmatrix.x4 x2 + movm x8", 8, 2 * 512),
 }
-for mode in KERNELS:
-    SOURCE += (
-        f'extern "C" __global__ void __launch_bounds__(512) k{mode}(unsigned long long* c, '
-        f"unsigned* s, int n) {{ body<{mode}>(c, s, n); }}\n"
+
+
+def entry_points(modes, max_threads: int) -> str:
+    """The extern "C" kernels k<mode> of a source whose template body<MODE> holds the loops."""
+    return "".join(
+        f'extern "C" __global__ void __launch_bounds__({max_threads}) '
+        f"k{mode}(unsigned long long* c, unsigned* s, int n) {{ body<{mode}>(c, s, n); }}\n"
+        for mode in modes
     )
 
 
+class ClockedLoops:
+    """The kernels k<mode> of one source on this GPU, one block an SM, each block timing its loop
+    with clock64: SM clocks per warp-iteration, the median over the SMs of the second launch."""
+
+    def __init__(self, source: str, name: str, max_threads: int):
+        self.props = torch.cuda.get_device_properties(0)
+        arch = f"sm_{self.props.major}{self.props.minor}"
+        cubin = compile_cubin(source, arch, name=name).cubin
+        torch.zeros(1, device="cuda")  # torch's context current
+        self.library = check(driver.cuLibraryLoadData(cubin, None, None, 0, None, None, 0), "load")
+        self.sms = self.props.multi_processor_count
+        self.cycles = torch.zeros(self.sms, dtype=torch.int64, device="cuda")
+        self.sink = torch.zeros(self.sms * max_threads, dtype=torch.int32, device="cuda")
+
+    def per_warp_iteration(self, mode: int, warps: int, iters: int) -> float:
+        args = [
+            ctypes.c_void_p(self.cycles.data_ptr()),
+            ctypes.c_void_p(self.sink.data_ptr()),
+            ctypes.c_int(iters),
+        ]
+        name = f"k{mode}"
+        kernel = Kernel(name, check(driver.cuLibraryGetKernel(self.library, name.encode()), name))
+        for _ in range(2):
+            kernel.launch((self.sms, 1, 1), (warps * 32, 1, 1), args)
+        torch.cuda.synchronize()
+        return self.cycles.double().median().item() / iters / warps
+
+
 def main() -> None:
-    props = torch.cuda.get_device_properties(0)
-    arch = f"sm_{props.major}{props.minor}"
-    result = compile_cubin(SOURCE, arch, name="micro_mio.cu")
-    torch.zeros(1, device="cuda")  # torch's context current
-    library = check(driver.cuLibraryLoadData(result.cubin, None, None, 0, None, None, 0), "load")
-    sms = props.multi_processor_count
-    cycles = torch.zeros(sms, dtype=torch.int64, device="cuda")
-    sink = torch.zeros(sms * WARPS * 32, dtype=torch.int32, device="cuda")
-    print(f"{props.name}, {sms} SMs, {WARPS} warps per SM, {ITERS} iterations")
+    loops = ClockedLoops(SOURCE + entry_points(KERNELS, 512), "micro_mio.cu", WARPS * 32)
+    print(f"{loops.props.name}, {loops.sms} SMs, {WARPS} warps per SM, {ITERS} iterations")
     head = ("loop body (per warp, per iteration)", "clk/iter/SM", "instr/clk/SM", "B/clk/SM")
     print(f"{head[0]:36s} {head[1]:>11s} {head[2]:>12s} {head[3]:>9s}")
     for mode, (label, count, nbytes) in KERNELS.items():
-        args = [
-            ctypes.c_void_p(cycles.data_ptr()),
-            ctypes.c_void_p(sink.data_ptr()),
-            ctypes.c_int(ITERS),
-        ]
-        name = f"k{mode}"
-        kernel = Kernel(name, check(driver.cuLibraryGetKernel(library, name.encode()), name))
-        for _ in range(2):
-            kernel.launch((sms, 1, 1), (WARPS * 32, 1, 1), args)
-        torch.cuda.synchronize()
-        clk = cycles.double().median().item()
-        per_iter = clk / ITERS / WARPS  # SM clocks per warp-iteration
+        per_iter = loops.per_warp_iteration(mode, WARPS, ITERS)  # SM clocks per warp-iteration
         print(f"{label:36s} {per_iter:11.2f} {count / per_iter:12.2f} {nbytes / per_iter:9.1f}")
 
 
