@@ -1,0 +1,171 @@
+"""Knock-out timing of the sparse kernel (dequant='registers'): rebuild a sparse case's shipped
+config with one part of its tile loop removed or redirected in the rendered source (the templates
+are untouched) and time what is left, as bench/knockout.py does for the dense family. A knocked-out
+kernel's results are wrong by design: nothing is checked, only timed (L2 flushed, median).
+
+Knock-outs (join several with '+'):
+  nocompute  no q.K^T, softmax or P.V: each tile is gathered, dequantized into shared memory and
+             the block syncs (what the gather pipeline alone costs at this occupancy)
+  hotrows    every gather reads cache row load_row() (one of BLOCK_N rows, L1/L2 hits) instead
+             of its listed slot: the same instructions without DRAM's latency
+  nostore    no dequantization and no store of the held rows (their words folded into one
+             register so the loads stay live)
+  pf1, pf2, pf3  (knock-ins, results unchanged) the rows of the tile D = 1 (2, 3) past the one
+             being loaded into registers asked of L2 (prefetch.global.L2, each row's 128-byte
+             lines dealt over its threads; tiles 1..D before the loop): a deeper gather pipeline
+             than the registers hold
+
+    PYTHONPATH=. python3 bench/sparse_knockout.py [--reps N] CASE[:field=value,...]@KO+KO ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import multiprocessing
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from kgen.mla.sparse import kernel as kernel_module  # noqa: E402
+from kgen.tune.space import load_grid  # noqa: E402
+from kgen.tune.sparse_trials import bench_workload  # noqa: E402
+from kgen.tune.timing import Timer  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from time_shipped import case_config, shipped_configs  # noqa: E402
+
+EDITS = {
+    "nocompute": [
+        (
+            "      attend_tile(p, tile, tile_scales, tile_slots, qf, q_s, scores, sm, o, ln);\n",
+            "      __syncthreads();\n",
+        )
+    ],
+    "hotrows": [
+        (
+            "const unsigned char* row = slot >= 0 ? cache_row(p, slot) : nullptr;",
+            "const unsigned char* row = slot >= 0 ? cache_row(p, load_row()) : nullptr;",
+        )
+    ],
+    "nostore": [
+        ("      held.store(tile, tile_scales);\n", "      held.fold(tile);\n"),
+        (
+            "  __device__ __forceinline__ void store(T* tile, float* row_scales) const {",
+            "  __device__ __forceinline__ void fold(T* tile) const {\n"
+            "    unsigned x = 0;\n"
+            "#pragma unroll\n"
+            "    for (int j = 0; j < ITEMS; ++j) x ^= reinterpret_cast<const unsigned*>(&words[j])[0]"
+            " ^ __float_as_uint(scales[j]);\n"
+            "    if (x == 0x12345678u) tile[threadIdx.x] = T{};\n"
+            "  }\n"
+            "  __device__ __forceinline__ void store(T* tile, float* row_scales) const {",
+        ),
+    ],
+}
+
+
+def prefetch_edits(ahead: int) -> list[tuple[str, str]]:
+    helper = (
+        "__device__ __forceinline__ void prefetch_row(const Params& p, int slot) {\n"
+        "  if (slot < 0) return;\n"
+        "  const unsigned char* r = cache_row(p, slot);\n"
+        "  for (int c = load_lane(); c * 128 < CACHE_ROW_BYTES + 127; c += LOAD_THREADS_PER_ROW)\n"
+        "    asm volatile(\"prefetch.global.L2 [%0];\" ::\"l\"(r + min(c * 128, CACHE_ROW_BYTES - 1)));\n"
+        "}\n"
+    )
+    return [
+        (
+            "struct HeldRow {\n",
+            helper + "struct HeldRow {\n",
+        ),
+        (
+            "    int next_slot = fetch_slot(slots, begin + BLOCK_N, end);\n",
+            "    int next_slot = fetch_slot(slots, begin + BLOCK_N, end);\n"
+            f"    for (int d = 1; d <= {ahead}; ++d) prefetch_row(p, fetch_slot(slots, begin + d * BLOCK_N, end));\n",
+        ),
+        (
+            "      next_slot = fetch_slot(slots, begin + (it + 2) * BLOCK_N, end);\n",
+            "      next_slot = fetch_slot(slots, begin + (it + 2) * BLOCK_N, end);\n"
+            f"      prefetch_row(p, fetch_slot(slots, begin + (it + 1 + {ahead}) * BLOCK_N, end));\n",
+        ),
+    ]
+
+
+EDITS |= {f"pf{d}": prefetch_edits(d) for d in (1, 2, 3)}
+
+_render = kernel_module.sparse_program
+
+
+def edited(knockouts: list[str]):
+    def render(*args, **kwargs):
+        program = _render(*args, **kwargs)
+        source = program.source
+        for ko in knockouts:
+            for anchor, new in EDITS[ko]:
+                assert source.count(anchor) == 1, f"{ko}: anchor not found once: {anchor!r}"
+                source = source.replace(anchor, new)
+        tag = "_ko_" + "_".join(knockouts) if knockouts else ""
+        return dataclasses.replace(program, name=program.name + tag, source=source)
+
+    return render
+
+
+def build_knocked(spec, config, knockouts: list[str]):
+    kernel_module._build.cache_clear()
+    kernel_module.sparse_program = edited(knockouts)
+    try:
+        return kernel_module.build_sparse(spec, config, "native")
+    finally:
+        kernel_module.sparse_program = _render
+        kernel_module._build.cache_clear()
+
+
+def parse(run: str, configs: dict) -> tuple:
+    """`CASE[:overrides]@KO+KO` -> (name, knock-outs, case name, config)."""
+    name, _, kos = run.partition("@")
+    knockouts = [k for k in kos.split("+") if k and k != "base"]
+    return (name, knockouts, *case_config(name, configs))
+
+
+def precompile(run: str) -> None:
+    """Build one run's kernel into the disk cache (a worker process)."""
+    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    _, knockouts, case, config = parse(run, shipped_configs())
+    build_knocked(grid[case].spec, config, knockouts)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+")
+    parser.add_argument("--reps", type=int, default=20)
+    args = parser.parse_args()
+    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    configs = shipped_configs()
+    with ProcessPoolExecutor(8, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(precompile, args.runs))
+    timer = Timer(torch.device("cuda"))
+    workloads = {}
+    print(f"{'case':56} {'knock-outs':24} {'regs':>4} {'us':>8}")
+    for run in args.runs:
+        name, knockouts, case, config = parse(run, configs)
+        kernel = build_knocked(grid[case].spec, config, knockouts)
+        if case not in workloads:
+            workloads[case] = bench_workload(grid[case], torch.device("cuda"), seed=1)
+        w = workloads[case]
+        out, lse = w.poisoned_outputs()
+        call = lambda: kernel(*w.args(), out=out, lse=lse)  # noqa: E731, B023
+        call()
+        torch.cuda.synchronize()
+        regs = kernel.resources.registers
+        us = timer.flushed(call, args.reps).median_us
+        print(f"{name:56} {'+'.join(knockouts) or 'base':24} {regs:4d} {us:8.1f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
