@@ -10,6 +10,11 @@ Knock-outs (join several with '+'):
              of its listed slot: the same instructions without DRAM's latency
   nostore    no dequantization and no store of the held rows (their words folded into one
              register so the loads stay live)
+  noldk      q.K^T's K fragments loaded for the first k step's first n16 pair only, zeros after
+             (the MMAs all run; ~1/(2 WARP_K) of the K ldmatrix traffic is left)
+  noldv      P.V's V fragments loaded for each k step's first n16 pair only, zeros after
+  noscale    no fp8 scale loads from shared memory (every scale 1)
+  ldcs       the held rows' global loads with the streaming hint (__ldcs) instead of __ldg
   pf1, pf2, pf3  (knock-ins, results unchanged) the rows of the tile D = 1 (2, 3) past the one
              being loaded into registers asked of L2 (prefetch.global.L2, each row's 128-byte
              lines dealt over its threads; tiles 1..D before the loop): a deeper gather pipeline
@@ -96,6 +101,41 @@ def prefetch_edits(ahead: int) -> list[tuple[str, str]]:
     ]
 
 
+EDITS |= {
+    "noldk": [
+        (
+            "        unsigned k[4];\n        kgen::ldmatrix_x4(k, tile",
+            "        unsigned k[4] = {0u, 0u, 0u, 0u};\n"
+            "        if (kk == 0 && j == 0) kgen::ldmatrix_x4(k, tile",
+        )
+    ],
+    "noldv": [
+        (
+            "    unsigned v[4];\n    kgen::ldmatrix_x4_trans(v, tile",
+            "    unsigned v[4] = {0u, 0u, 0u, 0u};\n    if (j == 0) kgen::ldmatrix_x4_trans(v, tile",
+        )
+    ],
+    "noscale": [
+        (
+            "const float s = g < SCALE_GROUPS ? row_scales[(8 * j + 2 * ln.qd + c) * SCALE_GROUPS + g] : 1.f;",
+            "const float s = 1.f;",
+        ),
+        (
+            "const float s0 = row_scales[n * SCALE_GROUPS + g], s1 = row_scales[(n + 1) * SCALE_GROUPS + g];",
+            "const float s0 = 1.f, s1 = 1.f;",
+        ),
+    ],
+    "ldcs": [
+        (
+            "words[j] = __ldg(reinterpret_cast<const Word*>(row + piece * GATHER_BYTES));",
+            "words[j] = __ldcs(reinterpret_cast<const Word*>(row + piece * GATHER_BYTES));",
+        ),
+        (
+            "words[j] = __ldg(reinterpret_cast<const Word*>(row + FP8_ROPE",
+            "words[j] = __ldcs(reinterpret_cast<const Word*>(row + FP8_ROPE",
+        ),
+    ],
+}
 EDITS |= {f"pf{d}": prefetch_edits(d) for d in (1, 2, 3)}
 
 _render = kernel_module.sparse_program
