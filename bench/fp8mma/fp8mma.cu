@@ -88,6 +88,26 @@ __device__ __forceinline__ void split4(float v0, float v1, float v2, float v3, u
   lo = static_cast<unsigned>(l01) | static_cast<unsigned>(l23) << 16;
 }
 
+// PATH_F16 (sm_90's native path): the e4m3 bytes become float16 pairs (exact, one conversion a
+// pair) and the MMAs are m16n8k16 f16; q's latent run in float16 after the same power-of-two
+// scaling (exact down to 2^-22 of its largest element), P x scale x 2^(8 - E) in float16.
+#ifndef PATH_F16
+#define PATH_F16 0
+#endif
+__device__ __forceinline__ unsigned f16x2_of_e4m3x2(unsigned pair) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(pair & 0xffffu), __NV_E4M3);
+  return static_cast<unsigned>(h.x) | static_cast<unsigned>(h.y) << 16;
+}
+__device__ __forceinline__ unsigned f16x2(float x, float y) {
+  const __half2 v = __floats2half2_rn(x, y);
+  return *reinterpret_cast<const unsigned*>(&v);
+}
+__device__ __forceinline__ void mma_f16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 { %0, %1, %2, %3 }, { %4, %5, %6, %7 }, { %8, %9 }, { %0, %1, %2, %3 };\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 // 2^k as a float (k in float-exponent range).
 __device__ __forceinline__ float pow2(int k) { return __int_as_float((k + 127) << 23); }
 // The smallest e with |x| < 2^e (x finite, nonzero); -126 for 0.
@@ -131,7 +151,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) fp8mma_sparse(const Par
   // q: this warp's latent run as hi/lo e4m3 A fragments (4 k32 steps), scaled per row by 2^qa[h];
   // its rope k16 step as bf16 A fragments.
   const __nv_bfloat16* q0 = p.q + (bt / p.q_len) * p.q_sb + (bt % p.q_len) * p.q_st;
+#if PATH_F16
+  unsigned qh[8][4], qr[4];
+#else
   unsigned qhi[4][4], qlo[4][4], qr[4];
+#endif
   float qinv[2];  // 2^-qa of rows g, g + 8
   {
     float v[2][4][2][4];  // [row half][ks][k half][4 values]
@@ -164,6 +188,20 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) fp8mma_sparse(const Par
 #pragma unroll
           for (int e = 0; e < 4; ++e) v[h][ks][kh][e] *= up;
     }
+#if PATH_F16
+    // k16 step 2 ks + kh is dims 128 cg + 32 ks + 16 kh ..: its k slots 2qd, 2qd + 1 are dims
+    // 4qd, 4qd + 1 and slots 2qd + 8, 2qd + 9 dims 4qd + 2, 4qd + 3 (the order K's bytes arrive in).
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+      for (int kh = 0; kh < 2; ++kh)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float* x = v[h][ks][kh];
+          qh[2 * ks + kh][h] = f16x2(x[0], x[1]);
+          qh[2 * ks + kh][h + 2] = f16x2(x[2], x[3]);
+        }
+#else
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
@@ -173,6 +211,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) fp8mma_sparse(const Par
           const float* x = v[h][ks][kh];
           split4(x[0], x[1], x[2], x[3], qhi[ks][h + 2 * kh], qlo[ks][h + 2 * kh]);
         }
+#endif
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -224,10 +263,17 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) fp8mma_sparse(const Par
       for (int j = 0; j < 4; j += 2) {
         unsigned k[4];  // (j, dims +0..15), (j, +16..31), (j + 1, ..), (j + 1, ..)
         ldsm_x4(k, tile + (8 * (j + lane / 16) + lane % 8) * ROW_BYTES + 128 * cg + 32 * ks + 16 * ((lane / 8) % 2));
+#if PATH_F16
+#pragma unroll
+        for (int m2 = 0; m2 < 4; ++m2) {  // matrix m2: n-tile j + m2 / 2, k16 step 2 ks + m2 % 2
+          mma_f16(acc[j + m2 / 2], qh[2 * ks + m2 % 2], f16x2_of_e4m3x2(k[m2]), f16x2_of_e4m3x2(k[m2] >> 16));
+        }
+#else
         mma_e4m3(acc[j], qhi[ks], k[0], k[1]);
         mma_e4m3(acc[j], qlo[ks], k[0], k[1]);
         mma_e4m3(acc[j + 1], qhi[ks], k[2], k[3]);
         mma_e4m3(acc[j + 1], qlo[ks], k[2], k[3]);
+#endif
       }
 #pragma unroll
     for (int j = 0; j < 4; j += 2) {
@@ -299,6 +345,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) fp8mma_sparse(const Par
     const float drop = pow2(max(E - e_new, -126));
     E = e_new;
     const float up = pow2(8 - E);
+    if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f || drop != 1.f))
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float f = alpha[h] * drop;
@@ -310,6 +357,35 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) fp8mma_sparse(const Par
           o[b][t][2 * h + 1] *= f;
         }
     }
+#if PATH_F16
+    // P x scale x 2^(8 - E) as float16 A fragments (k step kk: n-tiles 2 kk, 2 kk + 1, natural order).
+    unsigned pa[2][4];
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int jj = 0; jj < 2; ++jj) {
+          const int j = 2 * kk + jj;
+          pa[kk][h + 2 * jj] = f16x2(s[j][2 * h] * sc[j][0] * up, s[j][2 * h + 1] * sc[j][1] * up);
+        }
+    // P.V: V's k16 step kk from rows 16 kk + 2qd, + 1, + 8, + 9, bytes paired by a permute.
+#pragma unroll
+    for (int b = 0; b < 4; ++b)
+#pragma unroll
+      for (int kk = 0; kk < 2; ++kk) {
+        const unsigned char* base = tile + (16 * kk + 2 * qd) * ROW_BYTES + 128 * cg + 32 * b + 4 * g;
+        const unsigned w0 = *reinterpret_cast<const unsigned*>(base);
+        const unsigned w1 = *reinterpret_cast<const unsigned*>(base + ROW_BYTES);
+        const unsigned w2 = *reinterpret_cast<const unsigned*>(base + 8 * ROW_BYTES);
+        const unsigned w3 = *reinterpret_cast<const unsigned*>(base + 9 * ROW_BYTES);
+        const unsigned x0 = __byte_perm(w0, w1, 0x5140), x1 = __byte_perm(w0, w1, 0x7362);
+        const unsigned y0 = __byte_perm(w2, w3, 0x5140), y1 = __byte_perm(w2, w3, 0x7362);
+        const unsigned xs[4] = {x0, x0 >> 16, x1, x1 >> 16}, ys[4] = {y0, y0 >> 16, y1, y1 >> 16};
+#pragma unroll
+        for (int t = 0; t < 4; ++t) mma_f16(o[b][t], pa[kk], f16x2_of_e4m3x2(xs[t]), f16x2_of_e4m3x2(ys[t]));
+      }
+#else
     // P x scale x 2^(8 - E) as hi/lo A fragments in the permuted k order.
     unsigned phi[4], plo[4];
 #pragma unroll
@@ -344,6 +420,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) fp8mma_sparse(const Par
         mma_e4m3(o[b][t], plo, bf[0][t], bf[1][t]);
       }
     }
+#endif
   }
   cp_wait<0>();
 

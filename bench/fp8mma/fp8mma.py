@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import functools
+import itertools
 import math
 import sys
 from pathlib import Path
@@ -56,15 +57,16 @@ def smem_bytes(stages: int) -> int:
 
 
 @functools.cache
-def kernel(arch: str, stages: int) -> tuple[Kernel, str]:
-    result = compile_cubin(f"#define STAGES {stages}\n" + SOURCE, arch, name=f"fp8mma_s{stages}.cu")
+def kernel(arch: str, stages: int, f16: bool) -> tuple[Kernel, str]:
+    defines = f"#define STAGES {stages}\n#define PATH_F16 {int(f16)}\n"
+    result = compile_cubin(defines + SOURCE, arch, name=f"fp8mma_s{stages}_f{int(f16)}.cu")
     lib = check(driver.cuLibraryLoadData(result.cubin, None, None, 0, None, None, 0), "load")
     regs = next((line for line in result.log.splitlines() if "registers" in line), "")
     entry = check(driver.cuLibraryGetKernel(lib, b"fp8mma_sparse"), "fp8mma_sparse")
     return Kernel("fp8mma_sparse", entry), regs
 
 
-def runner(w, arch: str, stages: int, splits: int):
+def runner(w, arch: str, stages: int, splits: int, f16: bool):
     """A callable that runs the kernel once, and one that returns (out, lse) merged."""
     batch, q_len = w.q.shape[0], w.q.shape[1]
     bt = batch * q_len
@@ -89,7 +91,7 @@ def runner(w, arch: str, stages: int, splits: int):
         ws_ml=ws_ml.data_ptr(),
         scale_log2=w.scale * math.log2(math.e),
     )
-    k, _ = kernel(arch, stages)
+    k, _ = kernel(arch, stages, f16)
     smem = smem_bytes(stages)
 
     def launch():
@@ -119,32 +121,41 @@ def main() -> int:
     parser.add_argument("--splits", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--stages", type=int, nargs="+", default=[3, 4])
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument(
+        "--path",
+        choices=("e4m3", "f16"),
+        nargs="+",
+        default=["e4m3", "f16"],
+        help="e4m3: m16n8k32 e4m3 MMAs (hi/lo q and P); f16: e4m3 bytes to float16, m16n8k16",
+    )
     args = parser.parse_args()
     props = torch.cuda.get_device_properties(0)
     arch = f"sm_{props.major}{props.minor}"
-    for stages in args.stages:
-        print(f"stages {stages}: {kernel(arch, stages)[1].strip()}; {smem_bytes(stages)} B smem")
+    for path in args.path:
+        for stages in args.stages:
+            regs = kernel(arch, stages, path == "f16")[1].strip()
+            print(f"{path} stages {stages}: {regs}; {smem_bytes(stages)} B smem")
     grid = {c.name: c for c in load_grid(Path(__file__).parents[1] / "grid.json")}
     timer = Timer(torch.device("cuda"))
-    print(f"{'case':24} {'st':>2} {'splits':>6} {'max rel err':>11} {'max lse err':>11} {'us':>8}")
+    head = ("case", "path", "st", "splits", "max rel err", "max lse err", "us")
+    print("{:24} {:>5} {:>2} {:>6} {:>11} {:>11} {:>8}".format(*head))
     for name in args.cases:
         w = bench_workload(grid[name], torch.device("cuda"), seed=1)
         want_out, want_lse = sparse_oracle(w)
-        for stages in args.stages:
-            for splits in args.splits:
-                launch, result, _keep = runner(w, arch, stages, splits)
-                out, lse = result()
-                torch.cuda.synchronize()
-                diff = (out.double() - want_out).flatten(2)  # per (b, t) row, as the tests judge
-                ref = want_out.flatten(2).norm(dim=-1).clamp_min(1e-30)
-                rel = (diff.norm(dim=-1) / ref).nan_to_num(float("inf"))
-                lse_err = (lse.double() - want_lse).abs().nan_to_num(float("inf"))
-                us = timer.flushed(launch, args.reps).median_us
-                print(
-                    f"{name[13:]:24} {stages:2d} {splits:6d} {rel.max().item():11.2e} "
-                    f"{lse_err.max().item():11.2e} {us:8.1f}",
-                    flush=True,
-                )
+        for path, stages, splits in itertools.product(args.path, args.stages, args.splits):
+            launch, result, _keep = runner(w, arch, stages, splits, path == "f16")
+            out, lse = result()
+            torch.cuda.synchronize()
+            diff = (out.double() - want_out).flatten(2)  # per (b, t) row, as the tests judge
+            ref = want_out.flatten(2).norm(dim=-1).clamp_min(1e-30)
+            rel = (diff.norm(dim=-1) / ref).nan_to_num(float("inf"))
+            lse_err = (lse.double() - want_lse).abs().nan_to_num(float("inf"))
+            us = timer.flushed(launch, args.reps).median_us
+            print(
+                f"{name[13:]:24} {path:>5} {stages:2d} {splits:6d} {rel.max().item():11.2e} "
+                f"{lse_err.max().item():11.2e} {us:8.1f}",
+                flush=True,
+            )
         del w, want_out, want_lse
         torch.cuda.empty_cache()
     return 0
