@@ -1,8 +1,9 @@
 """Can the split-KV merge run inside the attention kernel's launch, through a thread-block cluster's
 distributed shared memory? Two questions before building it (bench/cluster_probe.cu):
-1. how many clusters of 2-16 blocks (one block an SM: 256 threads and the sparse h128-b1 block's
-   97,920 B of shared memory) the GPU holds at once (cuOccupancyMaxActiveClusters): a cluster of
-   all of a head group's splits must fit in one GPC;
+1. how many clusters of 2-16 blocks (256 threads and the sparse h128-b1 block's 97,920 B of shared
+   memory; the probe's few registers let two such blocks share an SM, where the real kernel's 158
+   hold one) the GPU holds at once (cuOccupancyMaxActiveClusters): a cluster of all of a head
+   group's splits must fit in one GPC;
 2. what the merge costs inside the kernel: the probe's blocks (8 head groups x SPLITS splits, a
    16 x 512 float32 partial each) writing their partials to global memory as now, against the
    same grid launched as (1, SPLITS, 1) clusters merging through distributed shared memory.
@@ -59,12 +60,19 @@ def main() -> int:
     lib = check(driver.cuLibraryLoadData(cubin, None, None, 0, None, None, 0), "load")
     kernel = check(driver.cuLibraryGetKernel(lib, b"probe_merge"), "kernel")
     func = check(driver.cuKernelGetFunction(kernel), "function")
-    check(driver.cuFuncSetAttribute(func, FA.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, SMEM_REAL), "smem")
+    check(
+        driver.cuFuncSetAttribute(
+            func, FA.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, SMEM_REAL
+        ),
+        "smem",
+    )
     err = driver.cuFuncSetAttribute(func, FA.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
     print(f"{props.name}, {props.multi_processor_count} SMs; non-portable cluster sizes: {err[0]}")
-    print("max active clusters at one 256-thread block an SM (97,920 B smem):")
+    print("max active clusters of 256-thread blocks with 97,920 B smem (two fit an SM):")
     for size in (2, 4, 8, 16):
-        err, n = driver.cuOccupancyMaxActiveClusters(func, config((GROUPS, size, 1), SMEM_REAL, size))
+        err, n = driver.cuOccupancyMaxActiveClusters(
+            func, config((GROUPS, size, 1), SMEM_REAL, size)
+        )
         print(f"  cluster {size:2d}: {n if err == driver.CUresult.CUDA_SUCCESS else err}")
     timer = Timer(torch.device("cuda"))
     out = torch.empty(GROUPS * ROWS * COLS, dtype=torch.float32, device="cuda")
@@ -74,8 +82,12 @@ def main() -> int:
         for merge, cluster in ((0, 1), (0, splits), (1, splits)):
             flag = ctypes.c_int(merge)
             o, p = ctypes.c_void_p(out.data_ptr()), ctypes.c_void_p(partials.data_ptr())
-            argv = (ctypes.c_void_p * 3)(ctypes.addressof(o), ctypes.addressof(p), ctypes.addressof(flag))
-            cfg = config((GROUPS, splits, 1), SMEM_REAL, cluster, torch.cuda.current_stream().cuda_stream)
+            argv = (ctypes.c_void_p * 3)(
+                ctypes.addressof(o), ctypes.addressof(p), ctypes.addressof(flag)
+            )
+            cfg = config(
+                (GROUPS, splits, 1), SMEM_REAL, cluster, torch.cuda.current_stream().cuda_stream
+            )
 
             def launch(cfg=cfg, argv=argv):
                 check(driver.cuLaunchKernelEx(cfg, func, ctypes.addressof(argv), 0), "launch")
@@ -86,14 +98,16 @@ def main() -> int:
                 pm = torch.arange(splits, dtype=torch.float32, device="cuda")
                 o_all = pm[:, None] + torch.arange(ROWS * COLS, device="cuda") * 1e-3
                 w = torch.exp2(0.25 * pm - 0.25 * (splits - 1)) * 1.0
-                l = (w * (1.0 + pm)).sum()
-                want = ((w[:, None] * o_all).sum(0) / l).reshape(ROWS, COLS)
+                total = (w * (1.0 + pm)).sum()
+                want = ((w[:, None] * o_all).sum(0) / total).reshape(ROWS, COLS)
                 got = out.reshape(GROUPS, ROWS, COLS)
                 err_ = (got - want).abs().max().item()
             else:
                 err_ = float("nan")
             us = timer.flushed(launch, 50).median_us
-            what = ("cluster merge" if merge else "partials out") + (f", cluster {cluster}" if cluster > 1 else "")
+            what = ("cluster merge" if merge else "partials out") + (
+                f", cluster {cluster}" if cluster > 1 else ""
+            )
             print(f"{splits:6d} {what:>22} {us:7.2f}   max|err| {err_:.2e}", flush=True)
     return 0
 

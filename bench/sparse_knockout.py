@@ -64,7 +64,8 @@ EDITS = {
             "  __device__ __forceinline__ void fold(T* tile) const {\n"
             "    unsigned x = 0;\n"
             "#pragma unroll\n"
-            "    for (int j = 0; j < ITEMS; ++j) x ^= reinterpret_cast<const unsigned*>(&words[j])[0]"
+            "    for (int j = 0; j < ITEMS; ++j)\n"
+            "      x ^= reinterpret_cast<const unsigned*>(&words[j])[0]"
             " ^ __float_as_uint(scales[j]);\n"
             "    if (x == 0x12345678u) tile[threadIdx.x] = T{};\n"
             "  }\n"
@@ -80,7 +81,8 @@ def prefetch_edits(ahead: int) -> list[tuple[str, str]]:
         "  if (slot < 0) return;\n"
         "  const unsigned char* r = cache_row(p, slot);\n"
         "  for (int c = load_lane(); c * 128 < CACHE_ROW_BYTES + 127; c += LOAD_THREADS_PER_ROW)\n"
-        "    asm volatile(\"prefetch.global.L2 [%0];\" ::\"l\"(r + min(c * 128, CACHE_ROW_BYTES - 1)));\n"
+        '    asm volatile("prefetch.global.L2 [%0];"\n'
+        '                 ::"l"(r + min(c * 128, CACHE_ROW_BYTES - 1)));\n'
         "}\n"
     )
     return [
@@ -91,12 +93,14 @@ def prefetch_edits(ahead: int) -> list[tuple[str, str]]:
         (
             "    int next_slot = fetch_slot(slots, begin + BLOCK_N, end);\n",
             "    int next_slot = fetch_slot(slots, begin + BLOCK_N, end);\n"
-            f"    for (int d = 1; d <= {ahead}; ++d) prefetch_row(p, fetch_slot(slots, begin + d * BLOCK_N, end));\n",
+            f"    for (int d = 1; d <= {ahead}; ++d)\n"
+            "      prefetch_row(p, fetch_slot(slots, begin + d * BLOCK_N, end));\n",
         ),
         (
             "      next_slot = fetch_slot(slots, begin + (it + 2) * BLOCK_N, end);\n",
             "      next_slot = fetch_slot(slots, begin + (it + 2) * BLOCK_N, end);\n"
-            f"      prefetch_row(p, fetch_slot(slots, begin + (it + 1 + {ahead}) * BLOCK_N, end));\n",
+            "      prefetch_row(p, fetch_slot(slots, begin + (it + 1 + "
+            f"{ahead}) * BLOCK_N, end));\n",
         ),
     ]
 
@@ -112,16 +116,19 @@ EDITS |= {
     "noldv": [
         (
             "    unsigned v[4];\n    kgen::ldmatrix_x4_trans(v, tile",
-            "    unsigned v[4] = {0u, 0u, 0u, 0u};\n    if (j == 0) kgen::ldmatrix_x4_trans(v, tile",
+            "    unsigned v[4] = {0u, 0u, 0u, 0u};\n"
+            "    if (j == 0) kgen::ldmatrix_x4_trans(v, tile",
         )
     ],
     "noscale": [
         (
-            "const float s = g < SCALE_GROUPS ? row_scales[(8 * j + 2 * ln.qd + c) * SCALE_GROUPS + g] : 1.f;",
+            "const float s = g < SCALE_GROUPS ? "
+            "row_scales[(8 * j + 2 * ln.qd + c) * SCALE_GROUPS + g] : 1.f;",
             "const float s = 1.f;",
         ),
         (
-            "const float s0 = row_scales[n * SCALE_GROUPS + g], s1 = row_scales[(n + 1) * SCALE_GROUPS + g];",
+            "const float s0 = row_scales[n * SCALE_GROUPS + g], "
+            "s1 = row_scales[(n + 1) * SCALE_GROUPS + g];",
             "const float s0 = 1.f, s1 = 1.f;",
         ),
     ],
