@@ -813,17 +813,22 @@ EDITS = {
 _render = kernel_module.mla_program
 
 
+def apply_edits(program, knockouts: list[str], edits: dict):
+    """`program` with each knock-out's (anchor, replacement) edits made in its source (every
+    anchor must occur) and its name tagged with them (bench/sparse_knockout.py uses it too)."""
+    source = program.source
+    for ko in knockouts:
+        for anchor, new in edits[ko]:
+            n = source.count(anchor)
+            assert n >= 1, f"{ko}: anchor not found: {anchor!r}"
+            source = source.replace(anchor, new)
+    tag = "_ko_" + "_".join(knockouts) if knockouts else ""
+    return replace(program, name=program.name + tag, source=source)
+
+
 def edited(knockouts: list[str]):
     def render(*args, **kwargs):
-        program = _render(*args, **kwargs)
-        source = program.source
-        for ko in knockouts:
-            for anchor, new in EDITS[ko]:
-                n = source.count(anchor)
-                assert n >= 1, f"{ko}: anchor not found: {anchor!r}"
-                source = source.replace(anchor, new)
-        tag = "_ko_" + "_".join(knockouts) if knockouts else ""
-        return replace(program, name=program.name + tag, source=source)
+        return apply_edits(_render(*args, **kwargs), knockouts, EDITS)
 
     return render
 

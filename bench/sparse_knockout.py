@@ -26,7 +26,6 @@ Knock-outs (join several with '+'):
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import multiprocessing
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -42,6 +41,7 @@ from kgen.tune.sparse_trials import bench_workload  # noqa: E402
 from kgen.tune.timing import Timer  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from knockout import apply_edits  # noqa: E402
 from time_shipped import case_config, shipped_configs  # noqa: E402
 
 EDITS = {
@@ -150,14 +150,7 @@ _render = kernel_module.sparse_program
 
 def edited(knockouts: list[str]):
     def render(*args, **kwargs):
-        program = _render(*args, **kwargs)
-        source = program.source
-        for ko in knockouts:
-            for anchor, new in EDITS[ko]:
-                assert source.count(anchor) == 1, f"{ko}: anchor not found once: {anchor!r}"
-                source = source.replace(anchor, new)
-        tag = "_ko_" + "_".join(knockouts) if knockouts else ""
-        return dataclasses.replace(program, name=program.name + tag, source=source)
+        return apply_edits(_render(*args, **kwargs), knockouts, EDITS)
 
     return render
 

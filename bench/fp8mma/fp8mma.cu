@@ -108,6 +108,21 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const unsigned (&a)[4], u
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// The 32-bit words at `base` of rows +0, +1, +8, +9 (4 columns each), bytes interleaved by row
+// pair: x0 = (row 0 col 0, row 1 col 0, row 0 col 1, row 1 col 1), x1 the same of cols 2, 3; y0,
+// y1 of rows 8, 9.
+__device__ __forceinline__ void paired_rows(const unsigned char* base, unsigned& x0, unsigned& x1, unsigned& y0,
+                                            unsigned& y1) {
+  const unsigned w0 = *reinterpret_cast<const unsigned*>(base);
+  const unsigned w1 = *reinterpret_cast<const unsigned*>(base + ROW_BYTES);
+  const unsigned w2 = *reinterpret_cast<const unsigned*>(base + 8 * ROW_BYTES);
+  const unsigned w3 = *reinterpret_cast<const unsigned*>(base + 9 * ROW_BYTES);
+  x0 = __byte_perm(w0, w1, 0x5140);
+  x1 = __byte_perm(w0, w1, 0x7362);
+  y0 = __byte_perm(w2, w3, 0x5140);
+  y1 = __byte_perm(w2, w3, 0x7362);
+}
+
 // 2^k as a float (k in float-exponent range).
 __device__ __forceinline__ float pow2(int k) { return __int_as_float((k + 127) << 23); }
 // The smallest e with |x| < 2^e (x finite, nonzero); -126 for 0.
@@ -374,13 +389,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) fp8mma_sparse(const Par
     for (int b = 0; b < 4; ++b)
 #pragma unroll
       for (int kk = 0; kk < 2; ++kk) {
-        const unsigned char* base = tile + (16 * kk + 2 * qd) * ROW_BYTES + 128 * cg + 32 * b + 4 * g;
-        const unsigned w0 = *reinterpret_cast<const unsigned*>(base);
-        const unsigned w1 = *reinterpret_cast<const unsigned*>(base + ROW_BYTES);
-        const unsigned w2 = *reinterpret_cast<const unsigned*>(base + 8 * ROW_BYTES);
-        const unsigned w3 = *reinterpret_cast<const unsigned*>(base + 9 * ROW_BYTES);
-        const unsigned x0 = __byte_perm(w0, w1, 0x5140), x1 = __byte_perm(w0, w1, 0x7362);
-        const unsigned y0 = __byte_perm(w2, w3, 0x5140), y1 = __byte_perm(w2, w3, 0x7362);
+        unsigned x0, x1, y0, y1;
+        paired_rows(tile + (16 * kk + 2 * qd) * ROW_BYTES + 128 * cg + 32 * b + 4 * g, x0, x1, y0, y1);
         const unsigned xs[4] = {x0, x0 >> 16, x1, x1 >> 16}, ys[4] = {y0, y0 >> 16, y1, y1 >> 16};
 #pragma unroll
         for (int t = 0; t < 4; ++t) mma_f16(o[b][t], pa[kk], f16x2_of_e4m3x2(xs[t]), f16x2_of_e4m3x2(ys[t]));
@@ -402,13 +412,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) fp8mma_sparse(const Par
       unsigned bf[2][4];  // [k half][t]
 #pragma unroll
       for (int kh = 0; kh < 2; ++kh) {
-        const unsigned char* base = tile + (16 * kh + 2 * qd) * ROW_BYTES + 128 * cg + 32 * b + 4 * g;
-        const unsigned w0 = *reinterpret_cast<const unsigned*>(base);
-        const unsigned w1 = *reinterpret_cast<const unsigned*>(base + ROW_BYTES);
-        const unsigned w2 = *reinterpret_cast<const unsigned*>(base + 8 * ROW_BYTES);
-        const unsigned w3 = *reinterpret_cast<const unsigned*>(base + 9 * ROW_BYTES);
-        const unsigned x0 = __byte_perm(w0, w1, 0x5140), x1 = __byte_perm(w0, w1, 0x7362);
-        const unsigned y0 = __byte_perm(w2, w3, 0x5140), y1 = __byte_perm(w2, w3, 0x7362);
+        unsigned x0, x1, y0, y1;
+        paired_rows(tile + (16 * kh + 2 * qd) * ROW_BYTES + 128 * cg + 32 * b + 4 * g, x0, x1, y0, y1);
         bf[kh][0] = __byte_perm(x0, y0, 0x5410);
         bf[kh][1] = __byte_perm(x0, y0, 0x7632);
         bf[kh][2] = __byte_perm(x1, y1, 0x5410);
