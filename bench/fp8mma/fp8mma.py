@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import dataclasses
 import functools
 import itertools
 import math
@@ -122,6 +123,12 @@ def main() -> int:
     parser.add_argument("--stages", type=int, nargs="+", default=[3, 4])
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument(
+        "--hot",
+        action="store_true",
+        help="every listed slot replaced by one of the first 32 (no DRAM latency; checked against "
+        "the oracle of those indices)",
+    )
+    parser.add_argument(
         "--path",
         choices=("e4m3", "f16"),
         nargs="+",
@@ -141,6 +148,8 @@ def main() -> int:
     print("{:24} {:>5} {:>2} {:>6} {:>11} {:>11} {:>8}".format(*head))
     for name in args.cases:
         w = bench_workload(grid[name], torch.device("cuda"), seed=1)
+        if args.hot:
+            w = dataclasses.replace(w, indices=w.indices % BLOCK_N)
         want_out, want_lse = sparse_oracle(w)
         for path, stages, splits in itertools.product(args.path, args.stages, args.splits):
             launch, result, _keep = runner(w, arch, stages, splits, path == "f16")
