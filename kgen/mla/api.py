@@ -84,7 +84,15 @@ def plan(
 
 
 def _cuda_index(device) -> int:
-    """The index of a CUDA device given as None (the current one), an int, a str or a device."""
+    """The index of a CUDA device given as None (the current one), an int, a str or a device;
+    NoGPUError where torch sees no CUDA device (a CPU build of torch, or no GPU)."""
+    if not torch.cuda.is_available():
+        why = "it was built without CUDA" if torch.version.cuda is None else "it sees no GPU"
+        raise devices.NoGPUError(
+            f"planning or running a kgen kernel needs a CUDA GPU, and torch {torch.__version__} "
+            f"cannot use one ({why}); building one needs none (kgen.mla.build or build_sparse "
+            "with an explicit arch, e.g. arch='sm_120')"
+        )
     if device is None:
         return devices.current()
     device = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)

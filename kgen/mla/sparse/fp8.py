@@ -16,7 +16,10 @@ rest of their group; rope values keep theirs (bfloat16 has Inf and NaN).
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # torch is imported where a cache is made or read: building kernels needs none
+    import torch
 
 LATENT_DIM = 512
 ROPE_DIM = 64
@@ -26,8 +29,8 @@ SCALES_OFFSET = LATENT_DIM  # byte offsets inside a token
 ROPE_OFFSET = SCALES_OFFSET + 4 * GROUPS
 TOKEN_BYTES = ROPE_OFFSET + 2 * ROPE_DIM  # 656
 E4M3_MAX = 448.0
-SCALE_FLOOR = torch.finfo(torch.float32).tiny  # 2**-126
-SOURCE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+SCALE_FLOOR = 2.0**-126  # the smallest normal float32 (torch.finfo(torch.float32).tiny)
+SOURCE_DTYPES = ("float32", "float16", "bfloat16")  # torch dtype names quantize_fp8 takes
 
 
 class Fp8CacheError(ValueError):
@@ -37,9 +40,11 @@ class Fp8CacheError(ValueError):
 def quantize_fp8(kv: torch.Tensor) -> torch.Tensor:
     """uint8 [pages, page_size, 656] from a bf16 / fp16 / fp32 cache [pages, page_size, 576],
     on kv's device (CPU or CUDA). See the module docstring for the layout and the scales."""
+    import torch
+
     if not isinstance(kv, torch.Tensor):
         raise Fp8CacheError(f"kv: expected a torch.Tensor, got {type(kv).__name__}")
-    if kv.dtype not in SOURCE_DTYPES:
+    if str(kv.dtype).removeprefix("torch.") not in SOURCE_DTYPES:
         raise Fp8CacheError(f"kv: dtype must be float32, float16 or bfloat16, got {kv.dtype}")
     if kv.dim() != 3 or kv.shape[2] != LATENT_DIM + ROPE_DIM:
         raise Fp8CacheError(
@@ -67,6 +72,8 @@ def quantize_fp8(kv: torch.Tensor) -> torch.Tensor:
 
 def dequantize_fp8(cache: torch.Tensor) -> torch.Tensor:
     """float32 [pages, page_size, 576]: the values an fp8 cache holds (e4m3 x scale, rope)."""
+    import torch
+
     if not isinstance(cache, torch.Tensor):
         raise Fp8CacheError(f"cache: expected a torch.Tensor, got {type(cache).__name__}")
     if cache.dtype != torch.uint8 or cache.dim() != 3 or cache.shape[2] != TOKEN_BYTES:
