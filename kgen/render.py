@@ -133,7 +133,10 @@ def template_dir() -> Path:
     """templates/ of the checkout when running from one, else the installed package data."""
     if _CHECKOUT_TEMPLATES.is_dir():
         return _CHECKOUT_TEMPLATES
-    return Path(str(resources.files("kgen.templates")))
+    installed = resources.files("kgen.templates")
+    if not isinstance(installed, Path):  # a zip import: Jinja's FileSystemLoader needs files
+        raise RuntimeError(f"kgen's templates are not files on disk ({installed!r})")
+    return installed
 
 
 @functools.cache
