@@ -83,10 +83,13 @@ class CStruct:
         return "\n".join(lines)
 
     def offset_checks(self) -> str:
-        """static_asserts of every field's offset against ctypes' (NVRTC 13.5's
-        __builtin_offsetof; older NVRTC lacks it, so a CPU test compiles these)."""
+        """static_asserts of every field's offset against ctypes' (a CPU test compiles these).
+
+        NVRTC ships no <cstddef> for offsetof, and 13.0 and 13.2 reject __builtin_offsetof (13.5
+        takes it); 13.0, 13.2 and 13.5 all fold __INTADDR__, the constant address builtin of
+        their EDG front end (what EDG's own offsetof expands to), of a null pointer's member."""
         return "\n".join(
-            f"static_assert(__builtin_offsetof({self.name}, {field}) == "
+            f"static_assert(__INTADDR__(&(({self.name}*)0)->{field}) == "
             f'{getattr(self.layout, field).offset}, "{field}");'
             for field, _ in self.layout._fields_
         )

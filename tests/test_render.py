@@ -95,5 +95,5 @@ def test_generated_params_struct_matches_ctypes_field_by_field():
     source = "using T = float;\n" + PARAMS.cpp() + "\n" + PARAMS.offset_checks() + "\n"
     compile_cubin(source + 'extern "C" __global__ void k(Params p) { *p.lse = 0.f; }', "sm_120")
     swapped = PARAMS.offset_checks().replace("== 0,", "== 8,", 1)  # a wrong offset must fail
-    with pytest.raises(CompileError):
+    with pytest.raises(CompileError, match="static assertion failed"):
         compile_cubin(source.replace(PARAMS.offset_checks(), "") + swapped, "sm_120")
