@@ -111,16 +111,8 @@ def _build_uncached(program: Program, arch: Arch, options: tuple[str, ...], key:
             entry = _try(cache, "read", lambda: cache.load(stem, key))
             if entry is not None:
                 return _from_entry(program, arch, key, entry.meta, entry.cubin)
-        result = compile_cubin(program.source, arch.nvrtc_arch, options, name=f"{stem}.cu")
-        binary = Binary(
-            program,
-            arch,
-            key,
-            result.cubin,
-            result.log,
-            parse_ptxas_log(result.log),
-            origin="compiled",
-        )
+        result, usage = _compile_with_report(program, arch, options, stem)
+        binary = Binary(program, arch, key, result.cubin, result.log, usage, origin="compiled")
         if cache is not None:
             meta = _metadata(binary, options)
             _try(cache, "write", lambda: cache.store(stem, result.cubin, program.source, meta))
@@ -128,6 +120,26 @@ def _build_uncached(program: Program, arch: Arch, options: tuple[str, ...], key:
     finally:
         if lock is not None:
             lock.release()
+
+
+class MissingReportError(RuntimeError):
+    """NVRTC's log lacks ptxas's report (registers, spills) of an entry point, twice running."""
+
+
+def _compile_with_report(program: Program, arch: Arch, options: tuple[str, ...], stem: str):
+    """Compile, and insist on ptxas's report of every entry point: registers and spills decide
+    which configs kgen accepts, so a kernel whose figures are unknown must not be built (a log
+    without them is compiled once more before giving up)."""
+    for _ in range(2):
+        result = compile_cubin(program.source, arch.nvrtc_arch, options, name=f"{stem}.cu")
+        usage = parse_ptxas_log(result.log)
+        missing = [name for name in program.entry_points if name not in usage]
+        if not missing:
+            return result, usage
+    raise MissingReportError(
+        f"NVRTC {nvrtc_version()} printed no ptxas report for {', '.join(missing)} of {stem} "
+        f"for {arch.name} (options {' '.join(options)}); its log:\n{result.log}"
+    )
 
 
 def _try(cache: DiskCache, what: str, action):
@@ -193,8 +205,12 @@ def _metadata(binary: Binary, options: tuple[str, ...]) -> dict:
 
 
 def _parse_entry(meta: dict) -> tuple[dict[str, FunctionUsage], str]:
-    """The usage and log of an entry's metadata; KeyError/TypeError/ValueError when malformed."""
+    """The usage and log of an entry's metadata; KeyError/TypeError/ValueError when malformed,
+    or when an entry point has no usage (an entry written without ptxas's report is a miss)."""
     usage = {name: FunctionUsage(**u) for name, u in meta["usage"].items()}
+    missing = [name for name in meta["entry_points"] if name not in usage]
+    if missing:
+        raise ValueError(f"no ptxas report for {', '.join(missing)}")
     log = meta["log"]
     if not isinstance(log, str):
         raise TypeError(f"log is {type(log).__name__}, not str")

@@ -20,7 +20,6 @@ from cuda.bindings import driver
 from kgen import device as _device
 from kgen.build import Binary
 from kgen.device import check, make_current
-from kgen.resources import UNKNOWN, FunctionUsage
 
 MAX_DEFAULT_DYNAMIC_SMEM = 48 * 1024
 _SUCCESS = driver.CUresult.CUDA_SUCCESS
@@ -253,27 +252,3 @@ def load_module(binary: Binary, device: int | None = None) -> Module:
         if module is None:
             module = _modules[binary.key] = Module(binary)
         return module
-
-
-def function_usage(binary: Binary, name: str, device: int | None = None) -> FunctionUsage:
-    """ptxas's figures for kernel `name`; where the compile log lacks them (some NVRTC builds
-    print no ptxas report), the driver's attributes of the loaded kernel, with spills unknown."""
-    if name in binary.usage:
-        return binary.usage[name]
-    index = _device.index_of(device)
-    kernel = load_module(binary, index)[name].handle
-    dev = _device.handle(index)
-
-    def attribute(attr):
-        return check(
-            driver.cuKernelGetAttribute(attr, kernel, dev), f"cuKernelGetAttribute({name})"
-        )
-
-    a = driver.CUfunction_attribute
-    return FunctionUsage(
-        registers=attribute(a.CU_FUNC_ATTRIBUTE_NUM_REGS),
-        static_smem=attribute(a.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
-        stack=attribute(a.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES),
-        spill_stores=UNKNOWN,
-        spill_loads=UNKNOWN,
-    )

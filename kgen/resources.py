@@ -8,8 +8,6 @@ from dataclasses import asdict, dataclass
 
 from kgen.arch import Arch, Occupancy
 
-UNKNOWN = -1  # a figure the toolchain did not report
-
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\w+)'")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _REGS = re.compile(r"Used (\d+) registers")
@@ -68,9 +66,7 @@ class Resources:
 
     @property
     def spills(self) -> int:
-        """Spill bytes (stores + loads), or UNKNOWN."""
-        if UNKNOWN in (self.spill_stores, self.spill_loads):
-            return UNKNOWN
+        """Spill bytes (stores + loads)."""
         return self.spill_stores + self.spill_loads
 
     @classmethod
@@ -89,9 +85,8 @@ class Resources:
         return asdict(self)
 
     def summary(self) -> str:
-        spills = "?" if self.spills == UNKNOWN else str(self.spills)
         return (
-            f"{self.registers} regs, {self.smem} B smem, {spills} B spills, "
+            f"{self.registers} regs, {self.smem} B smem, {self.spills} B spills, "
             f"{self.occupancy.warps_per_sm} warps/SM ({self.occupancy.fraction:.0%}, "
             f"{self.occupancy.limiter})"
         )

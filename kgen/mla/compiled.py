@@ -7,7 +7,6 @@ import functools
 
 from kgen.arch import Arch
 from kgen.build import Binary
-from kgen.launch import function_usage
 from kgen.resources import Resources
 
 
@@ -28,7 +27,7 @@ class CompiledKernel:
     @functools.cached_property
     def resources(self) -> Resources:
         """The kernel's registers, shared memory, spills and occupancy on its arch."""
-        usage = function_usage(self.binary, self.ENTRY)
+        usage = self.binary.usage[self.ENTRY]  # (kgen.build insists on ptxas's report)
         return Resources.of(
             self.ENTRY, usage, self.arch, self.layout.threads, self.layout.dynamic_smem
         )
