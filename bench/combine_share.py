@@ -34,7 +34,7 @@ def main() -> int:
     parser.add_argument("cases", nargs="+")
     parser.add_argument("--reps", type=int, default=30)
     args = parser.parse_args()
-    grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
+    grid = {c.name: c for c in load_grid()}
     configs = shipped_configs()
     device = torch.device("cuda", torch.cuda.current_device())
     timer = Timer(device)

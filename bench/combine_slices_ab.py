@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from time_shipped import ROOT, case_config, shipped_configs  # noqa: E402
+from time_shipped import case_config, shipped_configs  # noqa: E402
 
 from kgen.arch import resolve_arch  # noqa: E402
 from kgen.mla import workspace  # noqa: E402
@@ -31,7 +31,7 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--caps", default="16,32")
     args = parser.parse_args()
-    grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
+    grid = {c.name: c for c in load_grid()}
     configs = shipped_configs()
     runs = [(name, *case_config(name, configs)) for name in args.cases]
     compile_space(

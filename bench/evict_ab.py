@@ -34,7 +34,7 @@ def main() -> int:
     parser.add_argument("cases", nargs="+")
     parser.add_argument("--reps", type=int, default=20)
     args = parser.parse_args()
-    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    grid = {c.name: c for c in load_grid()}
     configs = shipped_configs()
     runs = [f"{name}@{'+'.join(kos) or 'base'}" for name in args.cases for kos in VARIANTS.values()]
     with ProcessPoolExecutor(8, mp_context=multiprocessing.get_context("spawn")) as pool:

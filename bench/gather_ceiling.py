@@ -57,7 +57,7 @@ def gather_kernel(arch: str, chunks: int, unroll: int, listed: bool, warp_rows: 
 def main(names: list[str]) -> None:
     props = torch.cuda.get_device_properties(0)
     arch, sms = f"sm_{props.major}{props.minor}", props.multi_processor_count
-    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    grid = {c.name: c for c in load_grid()}
     device = torch.device("cuda")
     timer = Timer(device)
     sink = torch.zeros(1, dtype=torch.int32, device=device)

@@ -857,7 +857,7 @@ def parse(run: str, configs: dict, grid: dict) -> tuple:
 
 def precompile(run: str) -> None:
     """Build one run's kernel into the disk cache (a worker process)."""
-    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    grid = {c.name: c for c in load_grid()}
     _, knockouts, case, config = parse(run, shipped_configs(), grid)
     build_knocked(case.spec, config, knockouts)
 
@@ -873,7 +873,7 @@ def main() -> int:
         "knock-ins, whose results should not change)",
     )
     args = parser.parse_args()
-    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    grid = {c.name: c for c in load_grid()}
     configs = shipped_configs()
     with ProcessPoolExecutor(8, mp_context=multiprocessing.get_context("spawn")) as pool:
         list(pool.map(precompile, args.runs))

@@ -35,7 +35,7 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=30)
     args = parser.parse_args()
     configs = shipped_configs()
-    grid = load_grid(Path(__file__).parent / "grid.json", "dense")
+    grid = load_grid(family="dense")
     trees = [
         c
         for c in grid

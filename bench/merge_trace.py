@@ -89,7 +89,7 @@ def main() -> int:
         "--flush", default="write", help="how L2 is flushed: write, read or none (not flushed)"
     )
     args = parser.parse_args()
-    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    grid = {c.name: c for c in load_grid()}
     configs = shipped_configs()
     timer = None if args.flush == "none" else Timer(torch.device("cuda"), args.flush)
     for run in args.runs:

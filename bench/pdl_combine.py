@@ -194,7 +194,7 @@ def main() -> int:
     parser.add_argument("cases", nargs="+")
     parser.add_argument("--reps", type=int, default=10)
     args = parser.parse_args()
-    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    grid = {c.name: c for c in load_grid()}
     configs = shipped_configs()
     print(
         f"{'case':34} {'regs f/a/c':>12} {'blocks':>6} {'fused':>7} {'attn':>7} {'plain':>7} "

@@ -39,7 +39,7 @@ BEFORE = {  # the FMA winners of the 2026-11-29 sweep (bench/RESULTS.md)
 def variants(names: list[str]):
     """(case, label, config) for each profiled launch: BEFORE's cases before and after, or only
     the chosen config of each named case."""
-    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    grid = {c.name: c for c in load_grid()}
     index = torch.cuda.current_device()
     for name in names or BEFORE:
         name, fields = parse_case_overrides(name)

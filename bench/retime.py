@@ -51,7 +51,7 @@ def main() -> int:
     arch = resolve_arch("native")
     out = {"ceilings": trials.ceilings(), "family": family, "cases": []}
     chosen = []
-    for case in load_grid(Path(__file__).parent / "grid.json", family):
+    for case in load_grid(family=family):
         chosen.append((case, *choices(family, case, trials.device.index, arch, sms)))
     compile_space([(c.spec, x) for c, t, d in chosen for x in (t, d)], arch.name)
     for case, tuned, default in chosen:

@@ -117,7 +117,7 @@ def main() -> int:
     parser.add_argument("--open", action="append", default=[], help="AXIS=V,V: axis values")
     args = parser.parse_args()
     opened = parse_open(args.open)
-    grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
+    grid = {c.name: c for c in load_grid()}
     configs = shipped_configs()
     names = args.cases or [
         n

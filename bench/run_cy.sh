@@ -19,7 +19,7 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     print(f"{r['case'].split(',', 1)[-1]:40s} {r['status']} {r.get('median_us') or 0:.1f} err={r.get('error')}")
 PY
-timeout 200 python3 -m kgen sweep --grid bench/grid.json --case seed-fp32-verify --compute tiled \
+timeout 200 python3 -m kgen sweep --grid kgen/tune/grid.json --case seed-fp32-verify --compute tiled \
   --heads-per-block 8 4 --reps 10 --db "$out/tiled-db.json" --out /tmp/sweep > "$out/sweep.log" 2>&1
 echo "sweep exit $?"; grep -A4 "^case" "$out/sweep.log"; rm -f "$out"/*.lock
 bash bench/sanitize.sh 90 tiled

@@ -7,7 +7,7 @@
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
-timeout 150 python3 -m kgen sweep --grid bench/grid.json --case seed-fp32-verify --compute tiled \
+timeout 150 python3 -m kgen sweep --grid kgen/tune/grid.json --case seed-fp32-verify --compute tiled \
   --heads-per-block 8 --pdl-combine 0 1 --reps 10 --db "$out/tiled-db.json" --out /tmp/sweep > "$out/sweep.log" 2>&1
 echo "sweep exit $?"; grep -A4 "^case" "$out/sweep.log"; rm -f "$out"/*.lock
 python3 bench/merge_db.py kgen/tuned/tuning.json kgen/tuned/tuning.json "$out/tiled-db.json" && cp kgen/tuned/tuning.json "$out/"

@@ -7,7 +7,7 @@ set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
 python3 bench/micro_mio.py > "$out/micro_mio.txt" 2>&1; cat "$out/micro_mio.txt"
-timeout 200 python3 -m kgen sweep --grid bench/grid.json --case dsv3-tp8-decode-batch --compute mma \
+timeout 200 python3 -m kgen sweep --grid kgen/tune/grid.json --case dsv3-tp8-decode-batch --compute mma \
   --heads-per-block 16 --num-warps 8 --col-groups 4 --min-blocks 0 1 --qk-ahead 0 --split-softmax 1 \
   --swap-rows 0 --specialize 1 --pdl-combine 1 --mma-tiles 3x16 4x16 5x16 --reps 20 \
   --db "$out/d8-db.json" --out /tmp/sweep > "$out/sweep.log" 2>&1

@@ -4,7 +4,7 @@
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
-timeout 300 python3 -m kgen sweep --grid bench/grid.json --case dsv32-sparse-h16-b1 \
+timeout 300 python3 -m kgen sweep --grid kgen/tune/grid.json --case dsv32-sparse-h16-b1 \
   --case dsv32-sparse-h64-b1 --case dsv32-sparse-h128-b1 --split-softmax 0 1 --pdl-combine 1 \
   --reps 20 --db "$out/b1.json" --out /tmp/sweep-b1 > "$out/sweep_b1.log" 2>&1
 echo "sweep exit $?"; grep -E " best | default " "$out/sweep_b1.log"

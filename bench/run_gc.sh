@@ -5,7 +5,7 @@
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
-C=$(python3 -c "import json; print(' '.join(c['name'] for c in json.load(open('bench/grid.json'))['cases']))")
+C=$(python3 -c "import json; print(' '.join(c['name'] for c in json.load(open('kgen/tune/grid.json'))['cases']))")
 python3 -c "import flashinfer" > /dev/null 2>&1 && echo "flashinfer present" || echo "no flashinfer here"
 for step in write:210 read:150 write:110 read:90; do
   flush=${step%:*} seconds=${step#*:}

@@ -8,7 +8,7 @@ set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 KGEN_CACHE_DIR=/tmp/kgen-cache
 OUT=$out bash bench/run_ma.sh
-cases=$(python3 -c "import json; print(' '.join(e['name'] for e in json.load(open('bench/grid.json'))['cases'] if 'topk' in e))")
+cases=$(python3 -c "import json; print(' '.join(e['name'] for e in json.load(open('kgen/tune/grid.json'))['cases'] if 'topk' in e))")
 for round in 1 2; do
   for dtype in bfloat16 float16; do
     timeout 200 python3 bench/time_shipped.py --reps 20 --dtype $dtype $cases > "$out/dtype-$dtype-$round.jsonl" 2> "$out/dtype-$dtype-$round.err"

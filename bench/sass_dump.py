@@ -32,7 +32,7 @@ def main() -> int:
     arch = resolve_arch(arch)
     out, *names = args
     Path(out).mkdir(parents=True, exist_ok=True)
-    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    grid = {c.name: c for c in load_grid()}
     configs = shipped_configs()
     for n, name in enumerate(names):
         case, config = case_config(name, configs)

@@ -132,7 +132,7 @@ def main() -> int:
             print(json.dumps(carveout_check(percent)), flush=True)
         carve(args.percent)
     arch = ARCHS[args.default_arch]
-    grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
+    grid = {c.name: c for c in load_grid()}
     sms = device.sm_count(0)
     runs = []
     for name in args.cases:

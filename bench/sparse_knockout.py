@@ -174,7 +174,7 @@ def parse(run: str, configs: dict) -> tuple:
 
 def precompile(run: str) -> None:
     """Build one run's kernel into the disk cache (a worker process)."""
-    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    grid = {c.name: c for c in load_grid()}
     _, knockouts, case, config = parse(run, shipped_configs())
     build_knocked(grid[case].spec, config, knockouts)
 
@@ -184,7 +184,7 @@ def main() -> int:
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--reps", type=int, default=20)
     args = parser.parse_args()
-    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    grid = {c.name: c for c in load_grid()}
     configs = shipped_configs()
     with ProcessPoolExecutor(8, mp_context=multiprocessing.get_context("spawn")) as pool:
         list(pool.map(precompile, args.runs))

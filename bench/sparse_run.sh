@@ -2,7 +2,7 @@
 # On the device machine (H200), the sparse family's (issue 8) first run, in one call of ~9 min:
 #   (a) its GPU tests and (b) compute-sanitizer memcheck, racecheck and synccheck on
 #       tests/sanitize_sparse_sample.py, side by side (both only check results);
-#   (c) then, alone on the GPU, the sweep of bench/grid.json's 10 sparse cases: results in
+#   (c) then, alone on the GPU, the sweep of kgen/tune/grid.json's 10 sparse cases: results in
 #       $OUT/sparse-sweep, winners in the tuning database $OUT/sparse-tuning.json; the time left
 #       is shared out among the cases (kgen sweep --seconds), so big cases may leave variants
 #       untimed (the table says how many);

@@ -2,7 +2,7 @@
 its time, the gather bandwidth it achieved and its share of the floor, beside the heuristic's
 default and the plain torch implementation.
 
-    python3 bench/sparse_table.py SWEEP_OUT [--grid bench/grid.json]
+    python3 bench/sparse_table.py SWEEP_OUT [--grid GRID.json]
 
 Floor = max(gathered bytes / 4219 GB/s, FLOP / 645 TFLOP/s) with gathered bytes = B x T x topk
 x 656 (fp8 cache; 1152 for bf16) and FLOP = 2 x (576 + 512) x H x B x T x topk (the H200's read
@@ -138,7 +138,9 @@ def table(out: Path, grid: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="the sweep's --out folder")
-    parser.add_argument("--grid", type=Path, default=ROOT / "bench" / "grid.json")
+    parser.add_argument(
+        "--grid", default="default", help="the sweep's grid file (default: kgen/tune/grid.json)"
+    )
     args = parser.parse_args(argv)
     print(table(args.out, args.grid))
     return 0

@@ -1,5 +1,6 @@
-"""The full sweep over bench/grid.json on the current GPU (or compile-only for sm_120 without
-one), writing into --out and recording winners in the tuning database given by --db.
+"""The full sweep over the default grid (kgen/tune/grid.json) on the current GPU (or
+compile-only for sm_120 without one), writing into --out and recording winners in the tuning
+database given by --db.
 
     python3 bench/sweep.py --out sweep-out [--db kgen/tuned/tuning.json] [kgen sweep options]
 """
@@ -15,4 +16,4 @@ sys.path.insert(0, str(ROOT))
 from kgen.cli import main  # noqa: E402
 
 if __name__ == "__main__":
-    raise SystemExit(main(["sweep", "--grid", str(ROOT / "bench" / "grid.json"), *sys.argv[1:]]))
+    raise SystemExit(main(["sweep", "--grid", "default", *sys.argv[1:]]))

@@ -24,7 +24,7 @@ from kgen.sass import instruction_mix  # noqa: E402
 from kgen.tune.report import MMA_SYNC_TFLOPS, config_name  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 
-GRID = load_grid(Path(__file__).parent / "grid.json", "dense")
+GRID = load_grid(family="dense")
 TARGETS = {  # the issue's targets, µs
     "kimi-tp8-decode-long": 20,
     "kimi-tp8-decode-batch": 48,
@@ -116,7 +116,7 @@ def sparse_h200_table(path: Path) -> str:
     of the floor, H = 128 at least 50% of the mma.sync rate."""
     data = json.loads(path.read_text())
     read = data["ceilings"]["read_gbs"]
-    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json", "sparse")}
+    grid = {c.name: c for c in load_grid(family="sparse")}
     lines = [
         "| case | kgen µs (graph) | config | regs, warps/SM | gathered GB/s | TFLOP/s | % floor "
         "| % of 645 | target | met | default µs | torch µs |",

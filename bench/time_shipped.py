@@ -77,7 +77,7 @@ def main() -> int:
     )
     parser.add_argument("--dtype", help="time each case at this dtype (bfloat16 or float16)")
     args = parser.parse_args()
-    grid = {c.name: c for c in load_grid(ROOT / "bench/grid.json")}
+    grid = {c.name: c for c in load_grid()}
     if args.batch:
         grid = {n: dataclasses.replace(c, batch=args.batch) for n, c in grid.items()}
     if args.dtype:

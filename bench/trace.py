@@ -181,7 +181,7 @@ def trace_case(case, config):
 
 def main() -> int:
     names = [a for a in sys.argv[1:] if not a.startswith("--")]
-    grid = {c.name: c for c in load_grid(Path(__file__).parent / "grid.json")}
+    grid = {c.name: c for c in load_grid()}
     configs = shipped_configs()
     names = names or [n for n in configs if grid[n].spec.dtype != "float32"]
     if "--compile" in sys.argv:  # build the traced kernels first, in parallel

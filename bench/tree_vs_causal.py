@@ -25,7 +25,7 @@ from time_shipped import shipped_configs  # noqa: E402
 
 def main() -> int:
     configs = shipped_configs()
-    grid = load_grid(Path(__file__).parent / "grid.json", "dense")
+    grid = load_grid(family="dense")
     names = sys.argv[1:]
     trees = [c for c in grid if c.spec.mask == "tree" and (c.name in names or not names)]
     pairs = []

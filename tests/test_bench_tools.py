@@ -29,7 +29,7 @@ def knockout():
 
 def shipped_programs(knockout) -> dict[str, tuple]:
     """(spec, config, layout, rendered source) of every dense grid case's shipped config."""
-    grid = {c.name: c for c in load_grid(ROOT / "bench" / "grid.json")}
+    grid = {c.name: c for c in load_grid()}
     programs = {}
     for name, config in knockout.shipped_configs().items():
         if isinstance(config, Config) and name in grid:

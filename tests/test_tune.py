@@ -31,11 +31,11 @@ from kgen.tune.sweep import SweepOptions, run_sweep
 from kgen.tune.worker import TrialCrashed
 
 ROOT = Path(__file__).resolve().parent.parent
-GRID = load_grid(ROOT / "bench" / "grid.json", "dense")
+GRID = load_grid(family="dense")
 
 
 def test_grid_loads_every_case():
-    assert len(GRID) == 14 and len(load_grid(ROOT / "bench" / "grid.json")) == 24
+    assert len(GRID) == 14 and len(load_grid()) == 24
     tree = next(c for c in GRID if c.name == "kimi-tp1-verify-tree")
     assert (tree.spec.heads, tree.spec.q_len, tree.spec.mask, tree.batch, tree.prefix) == (
         64,

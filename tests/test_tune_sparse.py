@@ -33,7 +33,7 @@ from kgen.tune.sweep import SweepOptions, run_sweep
 from .test_tune import StubExecutor
 
 ROOT = Path(__file__).resolve().parent.parent
-SPARSE_GRID = load_grid(ROOT / "bench" / "grid.json", "sparse")
+SPARSE_GRID = load_grid(family="sparse")
 
 
 def test_the_sparse_grid_cases_are_the_issues():

@@ -142,7 +142,7 @@ def main() -> int:
         for stages in args.stages:
             regs = kernel(arch, stages, path == "f16")[1].strip()
             print(f"{path} stages {stages}: {regs}; {smem_bytes(stages)} B smem")
-    grid = {c.name: c for c in load_grid(Path(__file__).parents[1] / "grid.json")}
+    grid = {c.name: c for c in load_grid()}
     timer = Timer(torch.device("cuda"))
     head = ("case", "path", "st", "splits", "max rel err", "max lse err", "us")
     print("{:24} {:>5} {:>2} {:>6} {:>11} {:>11} {:>8}".format(*head))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 from kgen.arch import Arch
@@ -79,17 +80,97 @@ class Pruned:
     refused: list[tuple[Config, str]] = field(default_factory=list)
 
 
-def load_grid(path: str | Path, family: str | None = None) -> list[Case]:
-    """The cases of a grid file (bench/grid.json's format); only those of `family` ('dense' or
-    'sparse') where given."""
-    data = json.loads(Path(path).read_text())
-    cases = [case_from_dict(c) for c in data["cases"]]
+DEFAULT_GRID = "default"  # `kgen sweep --grid default`: the grid shipped in the package
+
+
+class GridError(ValueError):
+    """A grid file that cannot be read, is not JSON, or holds a malformed case; the message names
+    the file, the case and the key."""
+
+
+# A grid case's keys and their types: B sequences of T query tokens, H heads, S positions each
+DENSE_KEYS = {"latent_dim": int, "rope_dim": int, "mask": str}
+SPARSE_KEYS = {"topk": int, "kv_format": str}
+CASE_KEYS = {
+    "name": str,
+    "B": int,
+    "T": int,
+    "H": int,
+    "S": int,
+    "dtype": str,
+    "page_size": int,
+    **DENSE_KEYS,
+    **SPARSE_KEYS,
+}
+
+
+def load_grid(path: str | Path | None = None, family: str | None = None) -> list[Case]:
+    """The cases of a grid file (None or "default": kgen/tune/grid.json, from the installed
+    package); only those of `family` ('dense' or 'sparse') where given. GridError says what is
+    wrong with a file that cannot be used."""
+    if path is None or str(path) == DEFAULT_GRID:
+        where = "kgen/tune/grid.json"
+        text = resources.files("kgen.tune").joinpath("grid.json").read_text()
+    else:
+        where = str(path)
+        try:
+            text = Path(path).read_text()
+        except (OSError, UnicodeDecodeError) as err:
+            raise GridError(
+                f"grid {where} cannot be read: {getattr(err, 'strerror', err)}"
+            ) from None
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise GridError(f"grid {where} is not valid JSON: {err}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), list) or not data["cases"]:
+        raise GridError(f'grid {where}: expected an object {{"cases": [{{...}}, ...]}}')
+    cases, names = [], set()
+    for n, entry in enumerate(data["cases"]):
+        label = f"case {n}" + (
+            f" ({entry['name']})" if isinstance(entry, dict) and "name" in entry else ""
+        )
+        try:
+            case = case_from_dict(entry)
+        except ValueError as err:
+            raise GridError(f"grid {where}, {label}: {err}") from None
+        if case.name in names:
+            raise GridError(f"grid {where}, {label}: a second case named {case.name!r}")
+        names.add(case.name)
+        cases.append(case)
     return [c for c in cases if family in (None, family_of_spec(c.spec))]
+
+
+def _check_case(c) -> None:
+    """Raise ValueError naming the first key of grid entry `c` that is missing, unknown, of the
+    wrong type or out of range (the Spec checks the rest)."""
+    if not isinstance(c, dict):
+        raise ValueError(f"expected an object with keys B, H, S, ..., got {c!r}")
+    for key in ("B", "H", "S"):
+        if key not in c:
+            raise ValueError(f"missing {key!r} (a case needs B, H and S)")
+    not_here = DENSE_KEYS if "topk" in c else SPARSE_KEYS
+    for key, value in c.items():
+        if key not in CASE_KEYS or key in not_here:
+            family = "a sparse (topk)" if "topk" in c else "a dense"
+            keys = ", ".join(k for k in CASE_KEYS if k not in not_here)
+            raise ValueError(f"unknown key {key!r} for {family} case; its keys: {keys}")
+        kind = CASE_KEYS[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ValueError(
+                f"{key!r} must be {'an integer' if kind is int else 'a string'}, got {value!r}"
+            )
+    if c["B"] < 1:
+        raise ValueError(f"'B' (sequences) must be >= 1, got {c['B']}")
+    if c["S"] < 0:
+        raise ValueError(f"'S' (positions per sequence) must be >= 0, got {c['S']}")
 
 
 def case_from_dict(c: dict) -> Case:
     """A grid entry: B, T, H, S (positions per sequence), and optionally dtype, page_size, mask;
-    an entry with `topk` (and `kv_format`, default fp8) is a sparse case."""
+    an entry with `topk` (and `kv_format`, default fp8) is a sparse case. ValueError (a
+    ParamError from the Spec) names a key that is missing, unknown or wrong."""
+    _check_case(c)
     if "topk" in c:
         sparse = SparseSpec(
             heads=c["H"],
