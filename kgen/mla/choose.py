@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 
 from kgen import device
 from kgen.arch import Arch, resolve_arch
 from kgen.compiler import nvrtc_version
 from kgen.mla.heuristic import default_config, one_wave_splits
 from kgen.mla.kernel import build
+from kgen.mla.layout import ConfigError
 from kgen.mla.spec import Config, Spec
 from kgen.mla.tuning import bucket, find_tuned
+
+
+class PerformanceWarning(UserWarning):
+    """The config kgen chose is known to run below what the shape could (it spills)."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -37,10 +43,28 @@ def compiled_default(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_co
     passed over for the next (ptxas may cap an 8-warp FMA block at 128 registers and spill, as
     for float32 blocks of 9-12 rows on sm_120 and sm_90), so that no default spills."""
 
-    def spill_free(config: Config) -> bool:  # (built, or found in the cache)
-        return build(spec, config, arch).resources.spills == 0
+    spills: dict[Config, int] = {}
 
-    config = default_config(spec, batch, max_seq_len, arch, sm_count, accept=spill_free)
+    def spill_free(config: Config) -> bool:  # (built, or found in the cache)
+        spills[config] = build(spec, config, arch).resources.spills
+        return spills[config] == 0
+
+    try:
+        config = default_config(spec, batch, max_seq_len, arch, sm_count, accept=spill_free)
+    except ConfigError:
+        if not spills:
+            raise
+        # Every candidate spills: the one that spills least, rather than no kernel at all.
+        least = min(spills, key=spills.get)
+        config = default_config(
+            spec, batch, max_seq_len, arch, sm_count, accept=lambda config: config == least
+        )
+        warnings.warn(
+            f"kgen: no default config for {spec.short_name()} on {arch.name} compiles without "
+            f"spills; {config.short_name()} spills least ({spills[least]} B)",
+            PerformanceWarning,
+            stacklevel=2,
+        )
     return refit_splits(spec, config, batch, max_seq_len, arch, sm_count)
 
 

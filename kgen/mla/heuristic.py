@@ -8,6 +8,7 @@ default respects its shared memory (sm_120: 99 KB per block) and stays under its
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import replace
@@ -252,6 +253,7 @@ def default_config(
     computes = ("tiled", "fma") if spec.dtype == "float32" else ("mma", "fma")
     for compute in computes:
         found = _first_fitting(spec, arch, compute, batch, sm_count, accept)
+        found = found or _first_of_last_resorts(spec, arch, compute, accept)
         if found is not None:
             config, layout = found
             break
@@ -269,6 +271,50 @@ def default_config(
         if config.heads_per_block == spec.heads or SPECIALIZED_MIN_GAIN * ws_fill >= fill:
             (config, layout), splits = specialized, ws_splits
     return replace(_with_pdl(config, arch), kv_splits=splits)
+
+
+def _last_resorts(spec: Spec, compute: str):
+    """Blocks of `compute` for shapes the rules above leave without a config, judged by the
+    layout and the compiled kernel alone (their register estimates are no guide): draft rows past
+    two m16 tiles (q_len > 32 on the tensor cores: one head a block, in three row groups where
+    they hold its rows, else two or four), and shallower FMA pipelines (float32 at one head, one
+    token: three stages spill 8 B on sm_90)."""
+    if compute == "mma":
+        for stages in (4, 3, 2):
+            yield three_row_config(1, smem_stages=stages, min_blocks=1, split_softmax=1)
+        for warps, stages in itertools.product((8, 16), (3, 2)):
+            yield Config(
+                heads_per_block=1,
+                vec_width=16 // spec.elem_bytes,
+                smem_stages=stages,
+                num_warps=warps,
+                block_n=16,
+                compute="mma",
+                col_groups=4,
+                min_blocks=1,
+                split_softmax=1,
+            )
+        return
+    if compute == "tiled":
+        return
+    vec = widest_vec(spec)
+    for hpb in _divisors_descending(spec.heads):
+        for warps, stages in itertools.product((4, 8, 16), (2, 1)):
+            yield Config(
+                heads_per_block=hpb, vec_width=vec, smem_stages=stages, num_warps=warps, block_n=16
+            )
+
+
+def _first_of_last_resorts(spec: Spec, arch: Arch, compute: str, accept):
+    """(config, layout) of the first of `_last_resorts` that the arch takes and `accept` passes."""
+    for config in _last_resorts(spec, compute):
+        try:
+            layout = layout_for(spec, config, arch)
+        except ConfigError:
+            continue
+        if accept(_with_pdl(config, arch)):
+            return config, layout
+    return None
 
 
 def _fuller_of_three_or_next(config: Config, layout, shape: tuple, accept):
