@@ -67,8 +67,9 @@ def test_plan_without_cuda_raises_no_gpu_error(monkeypatch):
     from kgen.device import NoGPUError
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # a CPU build of torch
-    with pytest.raises(NoGPUError, match="needs a CUDA GPU"):
-        kgen.mla.plan(kgen.mla.Spec(heads=8), 2, 4)
+    for device in (None, 0, "cuda:0"):
+        with pytest.raises(NoGPUError, match="needs a CUDA GPU"):
+            kgen.mla.plan(kgen.mla.Spec(heads=8), 2, 4, device=device)
     with pytest.raises(NoGPUError, match="needs a CUDA GPU"):
         kgen.mla.plan_sparse(kgen.mla.SparseSpec(heads=16), 2)
 

@@ -86,6 +86,10 @@ def plan(
 def _cuda_index(device) -> int:
     """The index of a CUDA device given as None (the current one), an int, a str or a device;
     NoGPUError where torch sees no CUDA device (a CPU build of torch, or no GPU)."""
+    if device is not None:
+        device = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+        if device.type != "cuda":
+            raise ValueError(f"device={device}: expected a CUDA device")
     if not torch.cuda.is_available():
         why = "it was built without CUDA" if torch.version.cuda is None else "it sees no GPU"
         raise devices.NoGPUError(
@@ -93,12 +97,7 @@ def _cuda_index(device) -> int:
             f"cannot use one ({why}); building one needs none (kgen.mla.build or build_sparse "
             "with an explicit arch, e.g. arch='sm_120')"
         )
-    if device is None:
-        return devices.current()
-    device = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
-    if device.type != "cuda":
-        raise ValueError(f"device={device}: expected a CUDA device")
-    return devices.index_of(device)
+    return devices.current() if device is None else devices.index_of(device)
 
 
 def _plan(
