@@ -116,6 +116,23 @@ ARCHS: dict[str, Arch] = {
 
 DEFAULT_ARCH = "sm_120"
 
+# The SM count of the card a default is shown for where none is given (kgen.mla.default_config):
+# the arch's usual card. A default's KV splits fill one wave of blocks, so they follow this.
+USUAL_SM_COUNT = {
+    "sm_80": 108,  # A100
+    "sm_86": 84,  # A40, RTX 3090 (82)
+    "sm_87": 16,  # Jetson AGX Orin
+    "sm_89": 128,  # RTX 4090 (L40S: 142)
+    "sm_90": 132,  # H100 SXM, H200
+    "sm_100": 148,  # B200
+    "sm_120": 188,  # RTX PRO 6000 Blackwell (RTX 5090: 170)
+}
+
+
+def usual_sm_count(arch: Arch) -> int:
+    """The SM count of `arch`'s usual card (USUAL_SM_COUNT; the 'a' variants as their base)."""
+    return USUAL_SM_COUNT[arch.name.rstrip("a")]
+
 
 def resolve_arch(arch: str | Arch = DEFAULT_ARCH, device: int | None = None) -> Arch:
     """Look up an arch by name; "native" means the GPU `device` (default: the current one)."""

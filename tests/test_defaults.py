@@ -182,3 +182,33 @@ def test_kernels_compile_without_warnings_in_the_log_and_a_cache_entry_without_r
     with pytest.warns(UserWarning):
         again = build_program(_program(), "sm_90")
     assert again.origin == "compiled" and again.usage == binary.usage
+
+
+def test_the_default_is_public_and_needs_no_gpu():
+    """kgen.mla.default_config / default_sparse_config: what config='auto' runs on a card with no
+    tuned entries, for the arch's usual card unless told its SM count."""
+    import kgen
+    from kgen.arch import usual_sm_count
+    from kgen.mla import SparseSpec
+    from kgen.mla.sparse.heuristic import default_sparse_config
+
+    spec = Spec(heads=8, q_len=4, dtype="bfloat16", mask="tree")
+    arch = ARCHS["sm_120"]
+    assert kgen.mla.default_config(spec, batch=4, max_seq_len=8192) == compiled_default(
+        spec, 4, 8192, arch, usual_sm_count(arch)
+    )
+    assert kgen.mla.default_config(spec, "sm_90", 4, 8192, sm_count=7) == compiled_default(
+        spec, 4, 8192, ARCHS["sm_90"], 7
+    )
+    sparse = SparseSpec(heads=16, q_len=1, topk=2048)
+    assert kgen.mla.default_sparse_config(sparse, batch=32) == default_sparse_config(
+        sparse, 32, arch, usual_sm_count(arch)
+    )
+    with pytest.raises(ValueError, match="batch"):
+        kgen.mla.default_config(spec, batch=0)
+    with pytest.raises(ValueError, match="max_seq_len"):
+        kgen.mla.default_config(spec, max_seq_len=3)
+    with pytest.raises(TypeError, match="spec"):
+        kgen.mla.default_sparse_config(spec)
+    with pytest.raises(ValueError, match="sm_999"):
+        kgen.mla.default_config(spec, arch="sm_999")

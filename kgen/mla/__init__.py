@@ -3,14 +3,17 @@ with torch: plan / Runner.run, attention, and the custom op torch.ops.kgen.mla_a
 
 import importlib.util
 
+from kgen.mla.choose import default_config
 from kgen.mla.kernel import MLAKernel, build
 from kgen.mla.layout import ConfigError, Layout, layout_for
+from kgen.mla.sparse.choose import default_sparse_config
 from kgen.mla.sparse.kernel import SparseKernel, build_sparse
 from kgen.mla.sparse.layout import SparseConfigError, SparseLayout, sparse_layout_for
 from kgen.mla.sparse.spec import SparseConfig, SparseSpec
 from kgen.mla.spec import Config, Spec
 
 __all__ = ["Config", "ConfigError", "Layout", "MLAKernel", "Spec", "build", "layout_for"]
+__all__ += ["default_config", "default_sparse_config"]
 __all__ += [
     "SparseConfig",
     "SparseConfigError",

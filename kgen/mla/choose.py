@@ -9,9 +9,9 @@ import functools
 import warnings
 
 from kgen import device
-from kgen.arch import Arch, resolve_arch
+from kgen.arch import Arch, resolve_arch, usual_sm_count
 from kgen.compiler import nvrtc_version
-from kgen.mla.heuristic import default_config, one_wave_splits
+from kgen.mla import heuristic
 from kgen.mla.kernel import build
 from kgen.mla.layout import ConfigError
 from kgen.mla.spec import Config, Spec
@@ -34,6 +34,27 @@ def choose_config(spec: Spec, batch: int, max_seq_len: int, index: int) -> Confi
     return compiled_default(spec, batch, max_seq_len, arch, device.sm_count(index))
 
 
+def default_config(
+    spec: Spec,
+    arch: str | Arch = "sm_120",
+    batch: int = 1,
+    max_seq_len: int = 16384,
+    sm_count: int | None = None,
+) -> Config:
+    """The config `config="auto"` runs for `spec` on `arch` where no tuned entry exists (every
+    card kgen has no tuning database for): no GPU needed, so a user sees what would run on their
+    card. `sm_count` defaults to the arch's usual card (kgen.arch.USUAL_SM_COUNT); the KV splits
+    fill one wave of its blocks."""
+    arch = resolve_arch(arch)
+    if not isinstance(spec, Spec):
+        raise TypeError(f"spec: expected kgen.mla.Spec, got {type(spec).__name__}")
+    for name, value, low in (("batch", batch, 1), ("max_seq_len", max_seq_len, spec.q_len)):
+        if not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    sms = usual_sm_count(arch) if sm_count is None else sm_count
+    return compiled_default(spec, batch, max_seq_len, arch, sms)
+
+
 def compiled_default(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_count: int) -> Config:
     """The heuristic default, its KV splits refit to the blocks per SM of its compiled kernel.
     The layout model only estimates registers, and NVRTC versions differ: on the H200 one
@@ -50,13 +71,15 @@ def compiled_default(spec: Spec, batch: int, max_seq_len: int, arch: Arch, sm_co
         return spills[config] == 0
 
     try:
-        config = default_config(spec, batch, max_seq_len, arch, sm_count, accept=spill_free)
+        config = heuristic.default_config(
+            spec, batch, max_seq_len, arch, sm_count, accept=spill_free
+        )
     except ConfigError:
         if not spills:
             raise
         # Every candidate spills: the one that spills least, rather than no kernel at all.
         least = min(spills, key=spills.get)
-        config = default_config(
+        config = heuristic.default_config(
             spec, batch, max_seq_len, arch, sm_count, accept=lambda config: config == least
         )
         warnings.warn(
@@ -73,5 +96,5 @@ def refit_splits(
 ) -> Config:
     """`config` with as many KV splits as one wave of its compiled kernel's blocks holds."""
     blocks_per_sm = build(spec, config, arch).resources.occupancy.blocks_per_sm
-    splits = one_wave_splits(spec, config, batch, max_seq_len, blocks_per_sm, sm_count)
+    splits = heuristic.one_wave_splits(spec, config, batch, max_seq_len, blocks_per_sm, sm_count)
     return dataclasses.replace(config, kv_splits=splits)
