@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, replace
 
 from kgen.arch import Arch
-from kgen.mla.layout import (
+from kgen.mla.layout_rules import (
     combine_smem,
     mma_warp_grid,
     refuse_pdl_below_sm90,

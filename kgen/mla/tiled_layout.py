@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgen.arch import Arch
-from kgen.mla.layout import combine_smem, refuse_mma_axes, refuse_pdl_below_sm90, refuser
+from kgen.mla.layout_rules import combine_smem, refuse_mma_axes, refuse_pdl_below_sm90, refuser
 from kgen.mla.spec import Config, Spec
 
 WARPS = 8

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from kgen.arch import Arch
-from kgen.mla.layout import (
+from kgen.mla.layout_rules import (
     ConfigError,
     combine_smem,
     mma_warp_grid,

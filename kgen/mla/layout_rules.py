@@ -1,0 +1,123 @@
+"""What the layout of every compute path (and the sparse family's) shares: ConfigError and the
+refusal helpers, the shared memory of the split-KV merge and the split softmax, the tensor-core
+warp grid and tile row sizes. `kgen.mla.layout.layout_for` dispatches to the paths' planners.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kgen.arch import Arch
+from kgen.mla.spec import MAX_SPLITS
+from kgen.params import ParamError
+
+CP_ASYNC_BYTES = (4, 8, 16)
+MAX_LOAD_BYTES = 16
+REGISTER_OVERHEAD = 32  # indices, pointers, loop state: an allowance
+Q_REGISTER_BUDGET = 96  # beyond this many registers of q per thread, q is read from shared memory
+
+
+def combine_smem(threads: int) -> int:
+    """Shared memory the fused split-KV combine reuses (templates/mla/combine.cuh): MAX_SPLITS
+    float weights, a float4 per thread, three ints."""
+    return MAX_SPLITS * 4 + 16 * threads + 16
+
+
+class ConfigError(ParamError):
+    """A Config that cannot work for this Spec on this arch."""
+
+
+def refuser(spec, config, arch: Arch, error: type[ConfigError] = ConfigError):
+    """A function that raises `error` naming a config field, the reason and the setting."""
+
+    def refuse(field: str, reason: str) -> None:
+        raise error(
+            f"{type(config).__name__}.{field}={getattr(config, field)!r}: {reason} "
+            f"(spec {spec.short_name()}, {arch.name})"
+        )
+
+    return refuse
+
+
+def refuse_pdl_below_sm90(config, arch: Arch, refuse) -> None:
+    """pdl_combine's refusal (both tensor-core families, the tiled path): griddepcontrol needs
+    sm_90 or later."""
+    if config.pdl_combine and not arch.has_pdl:
+        refuse(
+            "pdl_combine",
+            "programmatic dependent launch (griddepcontrol) needs sm_90 or later: take 0 (the "
+            "merge fused into the attention kernel)",
+        )
+
+
+def refuse_unsplit_softmax(config, refuse) -> None:
+    """split_softmax's refusals (both tensor-core families, mla/mma/slices.cuh): the slices share
+    one row group's softmax between its column groups, and keep a row's position pairs in one
+    warp."""
+    if config.split_softmax and config.col_groups == 1:
+        refuse("split_softmax", "needs col_groups > 1: one column group has no softmax to share")
+    if config.split_softmax and 32 % (config.block_n // 2):
+        refuse("block_n", "split_softmax keeps a row's position pairs in one warp: 16, 32 or 64")
+
+
+def split_softmax_smem(m_tiles: int, block_n: int) -> int:
+    """The split softmax's shared memory (both tensor-core families): 16-bit P rows of block_n + 8
+    (ldmatrix rows on distinct banks), then a rescale factor (later m) and l per row."""
+    return m_tiles * 16 * ((block_n + 8) * 2 + 2 * 4)
+
+
+# The tensor-core path's own axes, each with the CUDA-core paths that take it too (the others
+# take it at 0)
+MMA_AXES = {
+    "min_blocks": (),
+    "qk_ahead": (),
+    "split_reduce": (),
+    "split_softmax": (),
+    "swap_rows": (),
+    "pdl_combine": ("tiled",),
+    "specialize": (),
+    "ring_slack": (),
+}
+
+
+def refuse_mma_axes(config, refuse, path: str) -> None:
+    """Refuse (through `refuse`) the first tensor-core axis `config` sets that its CUDA-core
+    path (`path`, for messages) does not take."""
+    for field, also in MMA_AXES.items():
+        if config.compute not in also and getattr(config, field):
+            takers = " and ".join(f"'{c}'" for c in ("mma", *also))
+            refuse(field, f"applies to compute={takers} only; {path} takes 0")
+
+
+def mma_warp_grid(latent_dim: int, config, rows: int, refuse) -> tuple[int, int, int]:
+    """(m_tiles, row_groups, warp_m) of the tensor-core paths' warp grid: num_warps /
+    col_groups row groups share `rows` rows padded to m16 tiles, col_groups split the output
+    columns in n16 pieces. Refuses (through `refuse`) a grid that does not tile them."""
+    cols = config.col_groups
+    if config.num_warps % cols:
+        refuse("col_groups", f"must divide num_warps={config.num_warps}")
+    if latent_dim // 8 % (2 * cols):
+        refuse("col_groups", f"must split the {latent_dim} output columns into n16 pieces")
+    m_tiles = math.ceil(rows / 16)
+    row_groups = config.num_warps // cols
+    if m_tiles % row_groups:
+        refuse(
+            "col_groups",
+            f"{row_groups} row groups (num_warps / col_groups) do not split {m_tiles} m16 tiles "
+            f"of {rows} rows; use more col_groups or fewer warps",
+        )
+    return m_tiles, row_groups, m_tiles // row_groups
+
+
+def swizzled_row_bytes(head_dim: int) -> int:
+    """A 16-bit KV tile row of the tensor-core path in shared memory: whole 128-byte groups of
+    eight 16-byte chunks (swizzled within each group, so ldmatrix's rows and each cp.async
+    quarter-warp hit distinct banks)."""
+    return -(-head_dim // 64) * 128
+
+
+def padded_row_bytes(head_dim: int) -> int:
+    """A 16-bit tile row in shared memory: an odd number of 16-byte chunks, so that ldmatrix's
+    eight row addresses fall in distinct banks."""
+    chunks = head_dim // 8
+    return (chunks if chunks % 2 else chunks + 1) * 16
