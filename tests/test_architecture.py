@@ -113,3 +113,15 @@ def test_a_circle_would_be_seen(monkeypatch):
         assert "kgen.mla.layout" in str(circle)
     else:
         raise AssertionError("the circle was not seen")
+
+
+def test_no_module_imports_another_modules_private_names():
+    private = sorted(
+        f"{module_name(path)} imports {node.module}.{alias.name}"
+        for path in KGEN.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kgen")
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    )
+    assert not private, private

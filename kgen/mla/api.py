@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import torch
 
-from kgen import device as devices
 from kgen.arch import resolve_arch
 from kgen.dtypes import from_torch
 from kgen.mla.choose import choose_config
-from kgen.mla.inputs import InputError, check_inputs, check_tensor, validate_on_device
+from kgen.mla.inputs import (
+    InputError,
+    check_inputs,
+    check_tensor,
+    cuda_index,
+    validate_on_device,
+)
 from kgen.mla.kernel import build
 from kgen.mla.runner import Runner, current_stream, runners
 from kgen.mla.spec import Config, Spec
@@ -74,30 +79,13 @@ def plan(
     for name, value in (("batch", batch), ("max_pages", max_pages)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{name}={value!r}: expected an integer >= 0")
-    index = _cuda_index(device)
+    index = cuda_index(device)
     if torch.cuda.is_current_stream_capturing():
         raise RuntimeError(
             "kgen.mla.plan inside CUDA-graph capture: plan before capturing (it allocates and "
             "zeroes the workspace), then capture runner.run"
         )
     return _plan(spec, batch, max_pages, config, index, scale)
-
-
-def _cuda_index(device) -> int:
-    """The index of a CUDA device given as None (the current one), an int, a str or a device;
-    NoGPUError where torch sees no CUDA device (a CPU build of torch, or no GPU)."""
-    if device is not None:
-        device = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
-        if device.type != "cuda":
-            raise ValueError(f"device={device}: expected a CUDA device")
-    if not torch.cuda.is_available():
-        why = "it was built without CUDA" if torch.version.cuda is None else "it sees no GPU"
-        raise devices.NoGPUError(
-            f"planning or running a kgen kernel needs a CUDA GPU, and torch {torch.__version__} "
-            f"cannot use one ({why}); building one needs none (kgen.mla.build or build_sparse "
-            "with an explicit arch, e.g. arch='sm_120')"
-        )
-    return devices.current() if device is None else devices.index_of(device)
 
 
 def _plan(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from kgen import device as devices
 from kgen.mla.spec import Spec
 
 INT32_MAX = 2**31 - 1
@@ -237,3 +238,20 @@ def refuse_overlap(outputs: list, inputs: list) -> None:
                     f"{name} overlaps {other}: bytes [{lo:#x}, {hi:#x}) and [{olo:#x}, {ohi:#x}); "
                     f"outputs must not share memory with inputs or with each other"
                 )
+
+
+def cuda_index(device) -> int:
+    """The index of a CUDA device given as None (the current one), an int, a str or a device;
+    NoGPUError where torch sees no CUDA device (a CPU build of torch, or no GPU)."""
+    if device is not None:
+        device = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+        if device.type != "cuda":
+            raise ValueError(f"device={device}: expected a CUDA device")
+    if not torch.cuda.is_available():
+        why = "it was built without CUDA" if torch.version.cuda is None else "it sees no GPU"
+        raise devices.NoGPUError(
+            f"planning or running a kgen kernel needs a CUDA GPU, and torch {torch.__version__} "
+            f"cannot use one ({why}); building one needs none (kgen.mla.build or build_sparse "
+            "with an explicit arch, e.g. arch='sm_120')"
+        )
+    return devices.current() if device is None else devices.index_of(device)

@@ -7,8 +7,7 @@ import torch
 
 from kgen.arch import resolve_arch
 from kgen.dtypes import from_torch
-from kgen.mla.api import _cuda_index
-from kgen.mla.inputs import InputError
+from kgen.mla.inputs import InputError, cuda_index
 from kgen.mla.runner import current_stream, runners
 from kgen.mla.sparse.choose import choose_sparse_config
 from kgen.mla.sparse.inputs import check_inputs, validate_indices
@@ -54,7 +53,7 @@ def plan_sparse(
         raise TypeError(f"spec: expected kgen.mla.SparseSpec, got {type(spec).__name__}")
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 0:
         raise ValueError(f"batch={batch!r}: expected an integer >= 0")
-    index = _cuda_index(device)
+    index = cuda_index(device)
     if torch.cuda.is_current_stream_capturing():
         raise RuntimeError(
             "kgen.mla.plan_sparse inside CUDA-graph capture: plan before capturing (it allocates "
