@@ -101,7 +101,7 @@ class Runner:
                 1 << torch.arange(t, dtype=torch.int64, device=device),
             )
 
-        self.workspace, mask_buffers = _own_memory(device, allocate)
+        self.workspace, mask_buffers = own_memory(device, allocate)
         if self._tree:
             self._bits, self._scratch, self._bit_weights = mask_buffers
 
@@ -320,7 +320,7 @@ def combine_launch(kernel, groups: int, head_groups: int, device: int, params):
     return DependentLaunch(merge, grid, block, device, (params, ctypes.c_int(config.kv_splits)))
 
 
-def _own_memory(device: torch.device, allocate):
+def own_memory(device: torch.device, allocate):
     """allocate(), run on a thread of its own: outside any CUDA-graph memory pool that takes this
     thread's allocations (torch.compile's reduce-overhead warm-up runs in one), since a Runner's
     buffers outlive any one graph. That thread waits for its zeroing; the buffers are then marked

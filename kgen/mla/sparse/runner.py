@@ -21,10 +21,10 @@ from kgen.launch import PackedLaunch, load_module
 from kgen.mla import workspace
 from kgen.mla.inputs import check_tensor, extent, refuse_overlap
 from kgen.mla.runner import (
-    _own_memory,
     combine_launch,
     current_device,
     current_stream,
+    own_memory,
     runners,
 )
 from kgen.mla.sparse import fp8
@@ -78,7 +78,7 @@ class SparseRunner:
         self._idx_bytes, self._lse_bytes = tokens * spec.topk * 4, tokens * h * 4
         head_groups = spec.heads // config.heads_per_block
         splits = config.kv_splits
-        self.workspace = _own_memory(
+        self.workspace = own_memory(
             device,
             lambda: (
                 workspace.allocate(
