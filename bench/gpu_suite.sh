@@ -3,8 +3,7 @@
 # LOG, and on stdout one line (exit status, pytest's last line) plus any failures. ARGS go to
 # pytest (test files, --ignore=...). Each test's outcome is logged as it finishes (-v), and at
 # SECONDS pytest is interrupted (SIGINT, killed 20 s later), so a run out of time still logs what
-# failed and pytest's summary of the tests that ran (the twenty-sixth session's kd/ run was
-# killed outright and left neither).
+# failed and pytest's summary of the tests that ran (a run killed outright leaves neither).
 #   bash bench/gpu_suite.sh SECONDS LOG [ARGS ...]
 set -uo pipefail
 seconds=$1 log=$2; shift 2

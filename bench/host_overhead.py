@@ -1,17 +1,21 @@
 """Host cost of one call: 3000 back-to-back calls of a tiny decode problem, then one sync (how
 long it waited says whether the GPU, not the host, set the pace); per-call microseconds, median
 of 5 rounds in which the rows take turns, beside a one-element torch.add for scale and the bare
-cuLaunchKernel floor (prepacked arguments, cached handles).
+cuLaunchKernel floor (prepacked arguments, cached handles). With --parts, what runner.run's host
+time is made of instead: each tensor attribute read its fast path makes and the stream and
+capture queries, timed alone (timeit, best of 5 rounds of 20000 calls) on the decode call's q.
 
-    PYTHONPATH=. python3 bench/host_overhead.py          # on a GPU
-    PYTHONPATH=. python3 bench/host_overhead.py --cpu    # no GPU: the Python only, launch mocked
+    PYTHONPATH=. python3 bench/host_overhead.py [--parts]          # on a GPU
+    PYTHONPATH=. python3 bench/host_overhead.py [--parts] --cpu    # no GPU: launch mocked
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
+import timeit
 import types
 from pathlib import Path
 
@@ -27,6 +31,7 @@ from kgen.mla import runner as runner_module  # noqa: E402
 from kgen.mla.workload import make_workload  # noqa: E402
 
 CALLS, ROUNDS = 3000, 5
+PART_CALLS = 20000
 DECODE = Spec(heads=16, q_len=1, dtype="bfloat16", page_size=64, mask="none")
 VERIFY = Spec(heads=16, q_len=4, dtype="bfloat16", page_size=64, mask="tree")
 CONFIG = Config(  # 16 rows per block for either spec: one m16 tile
@@ -209,8 +214,49 @@ def cpu_rows():
     return [("torch.add, one element (CPU)", lambda: torch.add(a, b)), *rows]
 
 
+def parts(device: str) -> None:
+    """Each read of runner.run's fast path alone, in ns a call."""
+    from kgen.mla.runner import current_stream
+
+    q = torch.zeros(1, 1, 16, 576, dtype=torch.bfloat16, device=device)
+    shape = torch.Size((1, 1, 16, 576))
+    dtype = torch.bfloat16
+    on_gpu = device == "cuda"
+    rows = {
+        "q.dtype": lambda: q.dtype,
+        "q.dtype is dtype": lambda: q.dtype is dtype,
+        "q.shape": lambda: q.shape,
+        "q.shape == Size": lambda: q.shape == shape,
+        "q.get_device()": lambda: q.get_device(),
+        "q.is_cuda": lambda: q.is_cuda,
+        "q.is_contiguous()": lambda: q.is_contiguous(),
+        "q.stride()": lambda: q.stride(),
+        "q.data_ptr()": lambda: q.data_ptr(),
+        "q.untyped_storage().data_ptr()": lambda: q.untyped_storage().data_ptr(),
+        "type(q) is Tensor": lambda: type(q) is torch.Tensor,
+        "(q.dtype, q.shape) == planned": lambda: (q.dtype, q.shape) == (dtype, shape),
+        "current_stream(0)": (lambda: current_stream(0)) if on_gpu else (lambda: 0),
+        "torch.cuda.is_current_stream_capturing()": (
+            torch.cuda.is_current_stream_capturing if on_gpu else (lambda: 0)
+        ),
+        "empty lambda": lambda: None,
+    }
+    for name, call in rows.items():
+        best = min(timeit.repeat(call, number=PART_CALLS, repeat=5)) / PART_CALLS * 1e9
+        print(f"{name:44s} {best:7.1f} ns")
+
+
 def main() -> int:
-    on_cpu = "--cpu" in sys.argv
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--cpu", action="store_true", help="no GPU: CPU tensors, launch mocked")
+    parser.add_argument("--parts", action="store_true", help="runner.run's reads, one by one")
+    args = parser.parse_args()
+    on_cpu = args.cpu
+    if args.parts:
+        parts("cpu" if on_cpu else "cuda")
+        return 0
     rows = cpu_rows() if on_cpu else gpu_rows()
     sync = (lambda: None) if on_cpu else torch.cuda.synchronize
     where = "CPU (launch mocked)" if on_cpu else torch.cuda.get_device_name()

@@ -9,8 +9,8 @@ the old timings belong to other code).
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
 
@@ -29,13 +29,15 @@ def merge(paths: list[Path], replace: bool = False) -> dict:
 
 
 def main() -> int:
-    args = sys.argv[1:]
-    replace = "--replace" in args
-    out, *paths = (Path(a) for a in args if a != "--replace")
-    if not paths:
-        print(__doc__, file=sys.stderr)
-        return 2
-    merged = merge(paths, replace)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("out", type=Path, help="the merged database (written)")
+    parser.add_argument("dbs", type=Path, nargs="+", help="databases, earliest first")
+    parser.add_argument("--replace", action="store_true", help="a later entry replaces, whole")
+    args = parser.parse_args()
+    merged = merge(args.dbs, args.replace)
+    out = args.out
     out.write_text(json.dumps(merged, indent=1))
     for key, entry in merged["entries"].items():
         print(

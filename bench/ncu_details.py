@@ -9,6 +9,7 @@ and memory workload, occupancy, launch statistics and warp state (stall) statist
 
 from __future__ import annotations
 
+import argparse
 import csv
 import sys
 
@@ -79,10 +80,17 @@ def summarize_raw(path: str) -> None:
                 print(f"  {name[:70]:70} {value:16.1f} {unit}")
 
 
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("csv", nargs="+", help="ncu's CSV pages, one per case")
+    parser.add_argument("--raw", action="store_true", help="the files are `--page raw` CSV")
+    args = parser.parse_args()
+    for name in args.csv:
+        (summarize_raw if args.raw else summarize)(name)
+    return 0
+
+
 if __name__ == "__main__":
-    raw = "--raw" in sys.argv
-    for name in (a for a in sys.argv[1:] if a != "--raw"):
-        if raw:
-            summarize_raw(name)
-        else:
-            summarize(name)
+    sys.exit(main())

@@ -2,20 +2,24 @@
 correct trial of the sweep (results.csv) whose config compiles for every target arch without
 spills. The sweep applies the same rule with the device's NVRTC; ptxas versions differ in where
 they cap registers, so the shipped configs are held to both. Entries that pass, and FMA entries
-(not held to it), are left as they are; the others are rewritten in place.
+(not held to it), are left as they are; the others are re-picked (without results.csv, from the
+trials each entry keeps). The database is written to OUT (to ship, copy it over
+kgen/tuned/tuning.json).
 
-    python3 bench/reselect.py SWEEP/results.csv kgen/tuned/tuning.json
+    python3 bench/reselect.py OUT [--csv SWEEP/results.csv] [--db DB]   (DB: kgen/tuned/tuning.json)
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import dataclasses
 import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 from kgen.mla import Config, Spec  # noqa: E402
 from kgen.mla.spec import COMPUTES  # noqa: E402
@@ -74,13 +78,18 @@ def entry_rows(entry: dict) -> list[dict]:
 
 
 def main() -> int:
-    *csv_path, db_path = sys.argv[1:]
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("out", type=Path, help="where the database is written")
+    parser.add_argument("--csv", type=Path, help="a sweep's results.csv to pick from")
+    parser.add_argument("--db", type=Path, default=ROOT / "kgen/tuned/tuning.json")
+    args = parser.parse_args()
     rows = None
-    if csv_path:
-        with open(csv_path[0]) as f:
+    if args.csv:
+        with open(args.csv) as f:
             rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
-    path = Path(db_path)
-    db = json.loads(path.read_text())
+    db = json.loads(args.db.read_text())
     for entry in db["entries"].values():
         if "case" not in entry or entry.get("family", "dense") != "dense":
             continue  # trials and results.csv rows carry dense Config fields only
@@ -105,7 +114,7 @@ def main() -> int:
             )
             entry["config"], entry["median_us"] = config.to_dict(), float(row["median_us"])
             entry["code"] = code_stamp(spec, config, entry["arch"])  # same sweep, same code
-    path.write_text(json.dumps(db, indent=1))
+    args.out.write_text(json.dumps(db, indent=1))
     return 0
 
 

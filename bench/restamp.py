@@ -7,13 +7,15 @@ build is identical too or, where ptxas scheduled it differently, still spill-fre
 is never used on sm_120; the issue's rule is that every tuned config compiles for sm_120 without
 spills). Else the entry stays stale (it needs re-timing: bench/retune_shipped.py). Needs the
 [sass] extra. Compiles with this machine's NVRTC, which may differ from the one that timed the
-entry (the entry says which).
+entry (the entry says which). Writes the database with the new stamps to OUT (to ship, copy it
+over kgen/tuned/tuning.json).
 
-    PYTHONPATH=. python3 bench/restamp.py REV [DB]    (default DB: kgen/tuned/tuning.json)
+    PYTHONPATH=. python3 bench/restamp.py REV OUT [--db DB]    (DB: kgen/tuned/tuning.json)
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -71,14 +73,21 @@ def sass_of(tree: Path, items: list) -> list[tuple[str, int]]:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("rev", help="the git revision whose code timed the entries")
+    parser.add_argument("out", type=Path, help="where the re-stamped database is written")
+    parser.add_argument("--db", type=Path, default=ROOT / "kgen/tuned/tuning.json")
+    args = parser.parse_args()
     if cuobjdump() is None:
         raise SystemExit("restamp needs cuobjdump: pip install 'kgen[sass]'")
-    rev, *rest = sys.argv[1:]
-    db_path = Path(rest[0]) if rest else ROOT / "kgen/tuned/tuning.json"
-    db = json.loads(db_path.read_text())
+    rev = args.rev
+    db = json.loads(args.db.read_text())
     stale = [e for e in db["entries"].values() if e.get("code") != entry_stamp(e)]
     if not stale:
         print("no stale entries")
+        args.out.write_text(json.dumps(db, indent=1))
         return 0
     items = [
         (e.get("family", "dense"), e["spec"], e["config"], arch)
@@ -103,7 +112,7 @@ def main() -> int:
         if same[json.dumps([e["spec"], e["config"]], sort_keys=True)]:
             e["code"] = entry_stamp(e)
             restamped += 1
-    db_path.write_text(json.dumps(db, indent=1))
+    args.out.write_text(json.dumps(db, indent=1))
     print(f"{restamped} of {len(stale)} stale entries re-stamped (their arch's SASS as {rev}'s)")
     return 0 if restamped == len(stale) else 1
 

@@ -1,7 +1,8 @@
-"""Build each named grid case's shipped config (CASE:field=value overrides as time_shipped.py)
-for this GPU and print its resources; with cuobjdump on PATH, write its SASS to DIR/<n>-<case>.sass
-(n: the name's position in the list, so two overrides of one case keep both listings).
-For comparing what two trees (or two NVRTC versions) generate for the same config.
+"""Build each named grid case's shipped config (dense or sparse; CASE:field=value overrides as
+bench/time_shipped.py takes them) for this GPU and print its resources; with cuobjdump on PATH
+(the [sass] extra), write its SASS to DIR/<n>-<case>.sass (n: the name's position in the list, so
+two overrides of one case keep both listings). For comparing what two trees (or two NVRTC
+versions) generate for the same config.
 
     PYTHONPATH=. python3 bench/sass_dump.py [--arch ARCH] DIR CASE[:field=value,...] ...
 
@@ -10,14 +11,15 @@ For comparing what two trees (or two NVRTC versions) generate for the same confi
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgen.arch import resolve_arch  # noqa: E402
-from kgen.mla import build  # noqa: E402
 from kgen.sass import disassemble  # noqa: E402
+from kgen.tune.family import family_of  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -25,22 +27,26 @@ from time_shipped import case_config, shipped_configs  # noqa: E402
 
 
 def main() -> int:
-    args = sys.argv[1:]
-    arch = "native"
-    if args[:1] == ["--arch"]:
-        arch, args = args[1], args[2:]
-    arch = resolve_arch(arch)
-    out, *names = args
-    Path(out).mkdir(parents=True, exist_ok=True)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("out", type=Path, help="where the listings go")
+    parser.add_argument("cases", nargs="+", metavar="CASE[:field=value,...]")
+    parser.add_argument("--arch", default="native", help="the arch to build for (sm_90, sm_120)")
+    args = parser.parse_args()
+    arch = resolve_arch(args.arch)
+    out, names = args.out, args.cases
+    out.mkdir(parents=True, exist_ok=True)
     grid = {c.name: c for c in load_grid()}
     configs = shipped_configs()
     for n, name in enumerate(names):
         case, config = case_config(name, configs)
-        kernel = build(grid[case].spec, config, arch)
+        spec = grid[case].spec
+        kernel = family_of(spec).build(spec, config, arch)
         print(f"{name}: {config.short_name()} s{config.kv_splits}: {kernel.resources.summary()}")
         listing = disassemble(kernel.cubin)
         if listing is not None:
-            (Path(out) / f"{n:02d}-{case}.sass").write_text(listing)
+            (out / f"{n:02d}-{case}.sass").write_text(listing)
     return 0
 
 

@@ -1,13 +1,13 @@
 """Shared-memory wavefronts over the ideal, per SASS instruction: Nsight Compute's source page
-(`ncu ... --page source --csv --print-source sass`, as bench/stalls.sh writes it) gives each
+(`ncu ... --page source --csv --print-source sass`, as bench/ncu.sh writes it) gives each
 instruction's wavefronts, its ideal count and the excess (bank conflicts, or stores that straddle
 128-byte bank lines). Prints each kernel's total and share of excess, then its instructions with
 the most.
 
     python3 bench/shared_excess.py CASE-source.csv [...] [--top 12]
 
-(The tenth session found the tile copies' LDGSTS at 2.6x the ideal this way: 22% of the dense
-loop's shared wavefronts.)
+(How the tile copies' LDGSTS showed 2.6x the ideal, before the KV tile's swizzle: 22% of the
+dense loop's shared wavefronts.)
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ def report(path: Path, top: int) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("sources", nargs="+", type=Path)
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args()

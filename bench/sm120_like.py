@@ -1,15 +1,15 @@
-"""Time configs on the H200 at sm_120's occupancy: every kgen kernel's preferred shared-memory
-carveout set so an SM holds sm_120's 100 KB (the H200 has 228 KB), so the blocks that share an SM
-are those an sm_120 card would run (both have 64K registers per SM). SM count, clocks and memory
-bandwidth stay the H200's: this answers "which of these configs keeps an SM busier under sm_120's
-limits", not "how fast on an RTX PRO 6000".
+"""Time configs on an H100 or H200 at sm_120's occupancy: every kgen kernel's preferred
+shared-memory carveout set so an SM holds sm_120's 100 KB (sm_90 has 228 KB), so the blocks that
+share an SM are those an sm_120 card would run (both have 64K registers per SM). SM count, clocks
+and memory bandwidth stay the host GPU's: this answers "which of these configs keeps an SM busier
+under sm_120's limits", not "how fast on an RTX PRO 6000".
 
 First a check that the carveout holds (a spinning kernel: blocks of 44 KB fit two per 100 KB SM,
 of 60 KB one), then each case's candidates, checked against the float64 oracle and timed (L2
 flushed, median): the sm_120 heuristic default (for an sm_120 of this GPU's SM count), and where
 given, `CASE:field=value,...` variants of it (KV splits refit to the variant's blocks per SM on
-sm_120 unless set). A CASE is a grid name or, as bench/offgrid.py takes them, a shape given by a
-grid entry's fields (`H=64,T=1,B=1,S=32768`).
+sm_120 unless set). A CASE is a grid name or, as bench/time_shipped.py --default takes them, a
+shape given by a grid entry's fields (`H=64,T=1,B=1,S=32768`).
 
     PYTHONPATH=. python3 bench/sm120_like.py [--reps N] CASE[:field=value,...] ...
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -31,8 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
 from cuda.bindings import driver  # noqa: E402
-from offgrid import parse_shape  # noqa: E402
-from time_shipped import changed_default  # noqa: E402
+from time_shipped import default_for, parse_shape  # noqa: E402
 
 from kgen import device  # noqa: E402
 from kgen.arch import ARCHS  # noqa: E402
@@ -40,7 +38,6 @@ from kgen.compiler import compile_cubin  # noqa: E402
 from kgen.device import check  # noqa: E402
 from kgen.launch import Kernel  # noqa: E402
 from kgen.mla import SparseSpec, build, build_sparse  # noqa: E402
-from kgen.mla.sparse.heuristic import default_sparse_config  # noqa: E402
 from kgen.tune.space import load_grid, parse_case_overrides  # noqa: E402
 from kgen.tune.sweep import compile_space  # noqa: E402
 from kgen.tune.trials import Trials  # noqa: E402
@@ -107,17 +104,10 @@ def carveout_check(percent: int | None) -> dict:
     return row
 
 
-def candidate(case, fields: dict, sms: int, arch=SM120):
-    """The heuristic default of `case` on `arch` for `sms` SMs, with `fields` changed (dense: as
-    bench/time_shipped.py --default does; sparse: the default's splits unless set)."""
-    if isinstance(case.spec, SparseSpec):
-        config = default_sparse_config(case.spec, case.batch, arch, sms)
-        return dataclasses.replace(config, **fields)
-    return changed_default(case, fields, arch, sms)
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("cases", nargs="+")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument(
@@ -138,7 +128,7 @@ def main() -> int:
     for name in args.cases:
         case_name, fields = parse_case_overrides(name)
         case = grid[case_name] if case_name in grid else parse_shape(case_name)
-        runs.append((name, case, candidate(case, fields, sms, arch)))
+        runs.append((name, case, default_for(case, fields, arch, sms)))
     native = "sm_{}{}".format(*torch.cuda.get_device_capability())
     compile_space([(case.spec, config) for _, case, config in runs], native)
     trials = Trials()

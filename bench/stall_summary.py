@@ -1,5 +1,5 @@
 """Where a kernel's warps wait, by kind of instruction: Nsight Compute's per-SASS-instruction
-stall samples (`ncu ... --page source --csv --print-source sass`, as bench/stalls.sh writes them)
+stall samples (`ncu ... --page source --csv --print-source sass`, as bench/ncu.sh writes them)
 summed over instruction classes (tensor-core MMA, ldmatrix, shared loads/stores, cp.async and its
 waits, barriers, shuffles, special functions, global memory, integer/address arithmetic, float
 arithmetic, control), then the instructions with the most samples.
@@ -114,7 +114,9 @@ def summarise(path: Path, top: int) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("csv", nargs="+", type=Path)
     parser.add_argument("--top", type=int, default=15)
     args = parser.parse_args()

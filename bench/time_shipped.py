@@ -1,18 +1,22 @@
-"""Time each named grid case's shipped config (kgen/tuned/tuning.json, its stamp ignored; dense or
-sparse) with the flushed timer, after checking it against the float64 oracle. For comparing two
-versions of the kernel code on the same configs: run it from each tree. `CASE:field=value,...`
-times the shipped config with those fields changed (e.g. `dsv3-tp1-batch:min_blocks=2,kv_splits=8`;
-integer fields). `--batch N` times every case at N sequences instead (how the time scales
-with the grid's blocks). `--default` times the heuristic default config='auto' falls back to on this
-GPU (kgen.mla.choose.compiled_default; dense cases) instead of the shipped config, with the
-`:field=value` changes if given: run from two trees, or with and without a change, an A/B of the
-heuristic. `--flush read` flushes L2 by reading instead of overwriting (kgen.tune.timing.FLUSHES).
-`--dtype float16` times each case's config at that dtype instead of the case's own (what one dtype's
-conversions cost against the other's). JSON lines to stdout.
+"""Time grid cases on this GPU with the flushed timer (kgen.tune.timing: L2 flushed, median), each
+kernel checked against the float64 oracle first. JSON lines to stdout, one per case.
 
-    PYTHONPATH=. python3 bench/time_shipped.py [--reps N] [--default] [--flush write|read] [CASE...]
+What is timed: each case's shipped config (kgen/tuned/tuning.json, its stamp ignored; dense or
+sparse), or with --default the heuristic default config='auto' falls back to on a GPU without
+tuned entries (dense: kgen.mla.choose.compiled_default; sparse:
+kgen.mla.sparse.heuristic.default_sparse_config), or with --torch the plain torch implementation
+(gather, matmuls and softmax in the case's dtype: kgen.tune.baseline). Run from two trees it is an
+A/B of kernel code on the same configs (bench/ab.sh); with and without --default, of tuning
+against the heuristic.
 
-(default: every 16-bit dense case)
+A CASE is a grid name, optionally with config fields changed: `dsv3-tp1-batch:min_blocks=2,
+kv_splits=8` (a dense default's KV splits are refit to the changed kernel's blocks per SM unless
+given). With --default a CASE may also be a shape off the grid, written as a grid entry's fields:
+`H=3,T=3,mask=causal,B=1,S=2048,dtype=float32` (its fields after a colon as above).
+
+    PYTHONPATH=. python3 bench/time_shipped.py [--reps N] [--default] [CASE ...]
+
+No CASE: every grid case (kgen/tune/grid.json).
 """
 
 from __future__ import annotations
@@ -23,19 +27,18 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from kgen import device  # noqa: E402
-from kgen.arch import resolve_arch  # noqa: E402
-from kgen.mla import Config  # noqa: E402
-from kgen.mla.choose import compiled_default, refit_splits  # noqa: E402
-from kgen.tune.family import FAMILIES  # noqa: E402
-from kgen.tune.space import load_grid, parse_case_overrides  # noqa: E402
-from kgen.tune.sweep import compile_space  # noqa: E402
-from kgen.tune.timing import FLUSHES  # noqa: E402
-from kgen.tune.trials import Trials  # noqa: E402
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kgen.mla import SparseSpec  # noqa: E402
+from kgen.tune.family import FAMILIES  # noqa: E402
+from kgen.tune.space import (  # noqa: E402
+    case_from_dict,
+    load_grid,
+    parse_case_overrides,
+    parse_fields,
+)
+from kgen.tune.timing import FLUSHES  # noqa: E402
 
 
 def shipped_configs() -> dict:
@@ -54,9 +57,21 @@ def case_config(name: str, configs: dict) -> tuple:
     return case, dataclasses.replace(configs[case], **fields)
 
 
-def changed_default(case, fields: dict, arch, sm_count: int) -> Config:
-    """The heuristic default of a grid case with `fields` changed, its KV splits refit (as
-    compiled_default does) to the changed kernel's blocks per SM unless `fields` sets them."""
+def parse_shape(text: str):
+    """A grid case from `H=3,T=3,...` (a grid entry's fields)."""
+    return case_from_dict({"name": text} | parse_fields(text))
+
+
+def default_for(case, fields: dict, arch, sm_count: int):
+    """The heuristic default of `case` on `arch` for `sm_count` SMs with `fields` changed; a dense
+    default's KV splits refit (as compiled_default does) to the changed kernel's blocks per SM
+    unless `fields` sets them, a sparse default's kept unless set."""
+    from kgen.mla.choose import compiled_default, refit_splits
+    from kgen.mla.sparse.heuristic import default_sparse_config
+
+    if isinstance(case.spec, SparseSpec):
+        config = default_sparse_config(case.spec, case.batch, arch, sm_count)
+        return dataclasses.replace(config, **fields)
     spec, batch, max_len = case.spec, case.batch, case.max_len
     config = dataclasses.replace(compiled_default(spec, batch, max_len, arch, sm_count), **fields)
     if not fields or "kv_splits" in fields:
@@ -64,19 +79,43 @@ def changed_default(case, fields: dict, arch, sm_count: int) -> Config:
     return refit_splits(spec, config, batch, max_len, arch, sm_count)
 
 
+def resolve(name: str, grid: dict, configs: dict, default: bool, arch, sm_count: int):
+    """(case, config) of one CASE argument."""
+    case_name, fields = parse_case_overrides(name)
+    if case_name in grid:
+        case = grid[case_name]
+    elif default:
+        case = parse_shape(case_name)
+    else:
+        raise SystemExit(f"{case_name!r}: no grid case (shapes off the grid need --default)")
+    if default:
+        return case, default_for(case, fields, arch, sm_count)
+    return case, dataclasses.replace(configs[case_name], **fields)
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("cases", nargs="*")
-    parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--default", action="store_true", help="time the heuristic default")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("cases", nargs="*", metavar="CASE[:field=value,...]")
+    parser.add_argument("--reps", type=int, default=20, help="timed launches a case (median)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--default", action="store_true", help="time the heuristic default")
+    which.add_argument("--torch", action="store_true", help="time the plain torch implementation")
     parser.add_argument(
-        "--batch", type=int, help="time each case at this many sequences (splits as configured)"
+        "--batch", type=int, help="time each grid case at this many sequences instead"
     )
     parser.add_argument(
         "--flush", choices=FLUSHES, default="write", help="how L2 is flushed (kgen.tune.timing)"
     )
-    parser.add_argument("--dtype", help="time each case at this dtype (bfloat16 or float16)")
+    parser.add_argument("--dtype", help="time each grid case at this dtype (bfloat16, float16)")
     args = parser.parse_args()
+
+    from kgen import device
+    from kgen.arch import resolve_arch
+    from kgen.tune.sweep import compile_space
+    from kgen.tune.trials import Trials
+
     grid = {c.name: c for c in load_grid()}
     if args.batch:
         grid = {n: dataclasses.replace(c, batch=args.batch) for n, c in grid.items()}
@@ -86,29 +125,27 @@ def main() -> int:
             for n, c in grid.items()
         }
     configs = shipped_configs()
-    names = args.cases or [
-        n for n, c in configs.items() if isinstance(c, Config) and grid[n].spec.dtype != "float32"
-    ]
-    runs = [(name, *case_config(name, configs)) for name in names]
-    arch = resolve_arch("native")
-    if args.default:
-        sms = device.sm_count(0)
-        runs = [
-            (name, case, changed_default(grid[case], parse_case_overrides(name)[1], arch, sms))
-            for name, case, _ in runs
-        ]
+    arch, sms = resolve_arch("native"), device.sm_count(0)
+    names = args.cases or list(grid)
+    if args.torch:
+        trials = Trials(args.flush)
+        for name in names:
+            r = trials.baseline(grid[name], seed=5, reps=args.reps)
+            row = {"case": name, "config": "torch", "flush": args.flush}
+            row |= {k: r.get(k) for k in ("status", "median_us", "p10_us", "p90_us", "error")}
+            print(json.dumps(row), flush=True)
+        return 0
+    runs = [(name, *resolve(name, grid, configs, args.default, arch, sms)) for name in names]
+    compile_space([(case.spec, config) for _, case, config in runs], arch.name)  # in parallel
     trials = Trials(args.flush)
-    compile_space([(grid[case].spec, config) for _, case, config in runs], arch.name)
     for name, case, config in runs:
-        (r,) = trials.variant(grid[case], config, [config.kv_splits], seed=3, reps=args.reps)
-        summary = {k: r.get(k) for k in ("status", "median_us", "error")}
-        shape = {"batch": grid[case].batch, "dtype": grid[case].spec.dtype}
-        print(
-            json.dumps(
-                {"case": name, "config": config.short_name(), "flush": args.flush} | shape | summary
-            ),
-            flush=True,
-        )
+        (r,) = trials.variant(case, config, [config.kv_splits], seed=3, reps=args.reps)
+        res = r.get("resources", {})
+        row = {"case": name, "config": config.short_name(), "kv_splits": config.kv_splits}
+        row |= {"flush": args.flush, "batch": case.batch, "dtype": case.spec.dtype}
+        row |= {k: r.get(k) for k in ("status", "median_us", "p10_us", "p90_us", "error")}
+        row |= {k: res.get(k) for k in ("registers", "spills", "warps_per_sm")}
+        print(json.dumps(row), flush=True)
     return 0
 
 

@@ -1,15 +1,19 @@
 """Where a launch's time goes, per block: the shipped config of each named grid case, rebuilt with
 %globaltimer stamps inserted into its rendered source (the templates are not touched), one
 L2-flushed launch. Per block: entry, after the prologue (split range checked), after the KV loop,
-after its partial is written, after its share of the combine. Prints, per case, the span of the
-launch and the medians / maxima of each phase, and the critical path's tail (the last split's
-partial -> the result).
+after its partial is written, after its share of the fused merge (with the PDL merge, a kernel of
+its own, after it let the merge launch). Prints, per case, the span of the launch and the
+medians / maxima of each phase, and the critical path's tail (the last split's partial -> the
+result); with the fused merge, also when its last block reached each step of the merge.
 
-    PYTHONPATH=. python3 bench/trace.py [--compile] [CASE ...]   # GPU; default: 16-bit cases
+    PYTHONPATH=. python3 bench/trace.py [--compile] [CASE ...]   # GPU; default: 16-bit dense
+
+(Dense kernels only; an anchor the rendered source no longer holds once stops it with the anchor.)
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 from dataclasses import replace
@@ -102,30 +106,29 @@ EDITS = (  # (anchor, replacement): each anchor must occur once in the rendered 
         "(p, b, split, num_splits);  // syncs\n",
         "(p, b, split, num_splits);  // syncs\n  kgen_stamp(1);\n",
     ),
-    ("\n  kgen::cp_async_wait<0>();\n", "\n  kgen_stamp(2);\n  kgen::cp_async_wait<0>();\n"),
+    ("\n  // Results", "\n  kgen_stamp(2);\n  // Results"),
     (
-        "  if (num_splits > 1) {\n    __syncthreads();",
-        "  kgen_stamp(3);\n  kgen_stamp(4);\n  if (num_splits > 1) {\n    __syncthreads();",
-    ),
-    (
-        "reinterpret_cast<float*>(smem));\n  }\n}",
-        "reinterpret_cast<float*>(smem));\n    __syncthreads();\n    kgen_stamp(4);\n  }\n}",
+        "  end_split(p, b, num_splits, smem);\n}",
+        "  kgen_stamp(3);\n  end_split(p, b, num_splits, smem);\n  kgen_stamp(4);\n}",
     ),
 )
 
 
-def traced(program):
+def traced(program, config):
+    """`program` with the stamps in; the fused merge's too where it has one (no PDL merge)."""
     source = program.source
     anchor, new = EDITS[0]
     source = source.replace(anchor, new, 1)  # kgen_stamp defined before its first use
-    for anchor, new in (*EDITS[1:], *COMBINE_EDITS):
+    for anchor, new in (*EDITS[1:], *(() if config.pdl_combine else COMBINE_EDITS)):
         assert source.count(anchor) == 1, f"trace anchor not found once: {anchor!r}"
         source = source.replace(anchor, new)
     return replace(program, name=program.name + "_trace", source=source)
 
 
 _render = kernel_module.mla_program
-kernel_module.mla_program = lambda *a, **k: traced(_render(*a, **k))
+kernel_module.mla_program = lambda spec, config, *a, **k: traced(
+    _render(spec, config, *a, **k), config
+)
 
 
 def trace_case(case, config):
@@ -180,11 +183,16 @@ def trace_case(case, config):
 
 
 def main() -> int:
-    names = [a for a in sys.argv[1:] if not a.startswith("--")]
-    grid = {c.name: c for c in load_grid()}
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("cases", nargs="*", metavar="CASE", help="dense grid cases")
+    parser.add_argument("--compile", action="store_true", help="only build the traced kernels")
+    args = parser.parse_args()
+    grid = {c.name: c for c in load_grid(family="dense")}
     configs = shipped_configs()
-    names = names or [n for n in configs if grid[n].spec.dtype != "float32"]
-    if "--compile" in sys.argv:  # build the traced kernels first, in parallel
+    names = args.cases or [n for n in grid if grid[n].spec.dtype != "float32"]
+    if args.compile:  # build the traced kernels first, in parallel
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(8) as pool:
