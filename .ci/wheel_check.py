@@ -1,6 +1,7 @@
 """CI: kgen installed from its wheel, without torch, run from outside the checkout: it imports and
-builds one sm_120 kernel of every compute path and kernel family, so a module, template or header
-missing from the wheel fails here (the checkout's own tests read them from the source tree).
+builds one sm_120 kernel of every compute path and kernel family and reads the default grid, so a
+module, template, header or data file missing from the wheel fails here (the checkout's own tests
+read them from the source tree).
 Usage: python wheel_check.py VENV (the venv the wheel was installed into)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import kgen
 from kgen.mla import Config, SparseConfig, SparseSpec, Spec, build, build_sparse
+from kgen.tune.space import load_grid
 
 
 def main(venv: Path) -> int:
@@ -46,6 +48,9 @@ def main(venv: Path) -> int:
         kernel = build_sparse(spec, config, arch="sm_120")
         assert kernel.cubin, name
         print(f"{name}: {len(kernel.cubin):,d} bytes of cubin, {kernel.resources.registers} regs")
+    cases = load_grid()  # the default grid, package data of kgen.tune
+    assert cases, "the packaged grid has no cases"
+    print(f"default grid: {len(cases)} cases")
     print(f"kgen {kgen.__version__} from {installed.parent}: every family builds")
     return 0
 
