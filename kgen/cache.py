@@ -100,6 +100,30 @@ class DiskCache:
         except OSError as exc:
             raise CacheDirError(f"kgen cache dir {self.root} cannot be created: {exc}") from exc
 
+    def check_creatable(self) -> None:
+        """Raise CacheDirError unless the entry folder exists or can be created; nothing is left
+        behind (the first missing folder is made, then removed)."""
+        if self.root.exists() and not self.root.is_dir():
+            raise CacheDirError(f"kgen cache dir {self.root} is not a directory")
+        missing = self.folder
+        while not missing.parent.exists() and missing.parent != missing:
+            missing = missing.parent
+        if missing.exists():
+            return
+        if not missing.parent.is_dir():
+            raise CacheDirError(
+                f"kgen cache dir {self.root} cannot be created: {missing.parent} is not a directory"
+            )
+        try:
+            missing.mkdir()
+        except FileExistsError:
+            return
+        except OSError as exc:
+            raise CacheDirError(
+                f"kgen cache dir {self.root} cannot be created (mkdir {missing}: {exc.strerror})"
+            ) from exc
+        missing.rmdir()
+
     def lock(self, stem: str) -> FileLock:
         """The inter-process lock that guards building entry `stem` (not yet acquired)."""
         self.ensure()

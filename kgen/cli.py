@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from kgen import env
 from kgen.cache import CacheDirError, DiskCache
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a misuse told in one line that names the argument (the options are in
+    --help), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _cache(args) -> int:
@@ -14,9 +23,15 @@ def _cache(args) -> int:
 
     cache = DiskCache(env.cache_dir(), check=entry_problem)
     try:
+        if not cache.folder.exists():
+            cache.check_creatable()
+            if args.action != "clear":
+                print(f"no cache at {cache.folder} yet (the first build creates it): 0 entries")
+                return 0
         return _cache_action(cache, args.action)
     except CacheDirError as exc:
-        print(f"kgen cache {args.action}: {exc}", file=sys.stderr)
+        where = " (set by KGEN_CACHE_DIR)" if os.environ.get("KGEN_CACHE_DIR") else ""
+        print(f"kgen cache {args.action}: error: {exc}{where}", file=sys.stderr)
         return 2
 
 
@@ -47,7 +62,7 @@ def _cache_action(cache: DiskCache, action: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kgen", description=__doc__)
+    parser = Parser(prog="kgen", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     cache = commands.add_parser("cache", help="list, clear or verify the compiled-kernel cache")
     cache.add_argument("action", choices=["ls", "clear", "verify"])

@@ -546,6 +546,46 @@ def test_sweep_ranks_only_correct_variants_records_and_resumes(tmp_path):
     assert again["cases"][0]["best"] == entry["best"]
 
 
+class InterruptedExecutor(StubExecutor):
+    """A Ctrl-C arrives during the sweep's `at`-th trial (the default's is the first)."""
+
+    def __init__(self, at):
+        super().__init__()
+        self.at, self.closed = at, False
+
+    def call(self, method, *args):
+        if method == "variant" and self.calls.count("variant") + 1 == self.at:
+            raise KeyboardInterrupt
+        return super().call(method, *args)
+
+    def close(self):
+        self.closed = True
+
+
+def test_an_interrupted_timed_sweep_keeps_its_trials_and_resumes(tmp_path):
+    from kgen.tune.sweep import SweepInterrupted
+
+    case = Case("tiny", Spec(heads=4, q_len=2, mask="causal", dtype="float32"), batch=1, prefix=200)
+    stopping = InterruptedExecutor(at=3)
+    options = SweepOptions(
+        arch="sm_90",
+        compile_only=False,
+        axes=Axes(num_warps=(4,), stage_tiles=((2, 16),)),
+        executor=stopping,
+        db_path=tmp_path / "db.json",
+        jobs=2,
+    )
+    with pytest.raises(SweepInterrupted, match=r"^2 of (\d+) trials timed; progress in ") as stop:
+        run_sweep([case], tmp_path / "out", options)
+    assert stopping.closed and not (tmp_path / "out" / "results.json").exists()
+    total = int(stop.value.done.split()[2])
+    options.executor = resumed = StubExecutor()
+    (entry,) = run_sweep([case], tmp_path / "out", options)["cases"]
+    assert resumed.calls.count("variant") == total - 2  # the two timed before are not again
+    timed = [(t["kind"], json.dumps(t["config"], sort_keys=True)) for t in entry["trials"]]
+    assert len(timed) == len(set(timed))
+
+
 def test_a_config_that_only_fits_the_test_gpu_does_not_fit_the_targets():
     """The sweep times its default row unpruned: an FMA default with 110 KB of shared memory runs
     on the H200 but not on sm_120, so it must not become a shipped winner."""

@@ -1,59 +1,164 @@
 """`kgen sweep`: a shape (or a grid file's cases) -> compile (and, on a GPU, verify and time) the
-design space; a table on the terminal; results.csv, results.json and plots in --out. A shape
-with --topk is a sparse top-k case (the indices of each sequence choose among --prefix cache
-positions of its own)."""
+design space; a table on the terminal; results.csv, results.json and plots in --out. Without
+--grid or a shape it sweeps the default grid (kgen/tune/grid.json, also `--grid default`). A
+shape with --topk is a sparse top-k case (the indices of each sequence choose among --prefix
+cache positions of its own). Ctrl-C stops a sweep, keeping what finished in
+--out/progress.jsonl; the same command resumes from it."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
+import signal
+import sys
 from pathlib import Path
 
+from kgen.mla.sparse.spec import GATHER_BYTES, MAX_TOPK
+from kgen.mla.spec import MAX_Q_LEN
 from kgen.params import ParamError
-from kgen.tune.space import Axes, case_from_dict, load_grid
+from kgen.tune.space import DEFAULT_GRID, Axes, GridError, case_from_dict, load_grid
 from kgen.tune.sparse_space import SparseAxes
 
-# The tensor-core integer axes that `kgen sweep` takes as flags (--col-groups ...; defaults: Axes).
+# The tensor-core integer axes that `kgen sweep` takes as flags (--col-groups ...; defaults:
+# Axes): the values Config accepts, and what the axis does.
 MMA_AXES = {
-    "col_groups": "warps that share a block's rows and split its output columns",
-    "min_blocks": "blocks per SM the registers must allow (0: ptxas decides)",
-    "qk_ahead": "1 = q.K of the next tile beside softmax and P.V of this one",
-    "split_reduce": "1 = the column groups' partial scores summed once, a slice per warp",
-    "split_softmax": "1 = each tile's softmax split in slices between a row group's warps, P "
-    "shared through shared memory",
-    "swap_rows": "1 = the rows (at most 8) on the n8 side of both products, not padded to m16",
-    "pdl_combine": "1 = the split-KV merge in a kernel of its own, launched with programmatic "
-    "dependent launch (sm_90 and later)",
-    "specialize": "1 = warps in two roles: q.K^T and the copies, softmax and P.V a tile behind",
-    "ring_slack": "k >= 1 = the KV tile ring on a barrier a stage (three-row 12-warp blocks): row "
-    "groups up to k tiles apart",
+    "col_groups": (1, 32, "warps that share a block's rows and split its output columns"),
+    "min_blocks": (0, 32, "blocks per SM the registers must allow (0: ptxas decides)"),
+    "qk_ahead": (0, 1, "1 = q.K of the next tile beside softmax and P.V of this one"),
+    "split_reduce": (0, 1, "1 = the column groups' partial scores summed once, a slice per warp"),
+    "split_softmax": (
+        0,
+        1,
+        "1 = each tile's softmax split in slices between a row group's warps, P shared through "
+        "shared memory",
+    ),
+    "swap_rows": (0, 1, "1 = the rows (at most 8) on the n8 side of both products, not m16"),
+    "pdl_combine": (
+        0,
+        1,
+        "1 = the split-KV merge in a kernel of its own, launched with programmatic dependent "
+        "launch (sm_90 and later)",
+    ),
+    "specialize": (0, 1, "1 = warps in two roles: q.K^T and the copies, softmax and P.V behind"),
+    "ring_slack": (
+        0,
+        6,
+        "k >= 1 = the KV tile ring on a barrier a stage (three-row 12-warp blocks): row groups up "
+        "to k tiles apart",
+    ),
 }
+# A single shape's options, with their defaults: given with --grid they would be ignored.
+SHAPE_DEFAULTS = {
+    "q_len": 1,
+    "batch": 1,
+    "prefix": 4096,
+    "mask": "none",
+    "dtype": "bfloat16",
+    "page_size": 64,
+    "topk": None,
+    "kv_format": "fp8",
+}
+
+
+def _int(low: int, high: int | None = None):
+    """An argparse type: an integer in [low, high] (no upper bound where high is None)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+            raise argparse.ArgumentTypeError(f"must be an integer {bound}, got {value}")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text}")
+    return value
+
+
+def _tile(low_stages: int):
+    """An argparse type: STAGESxBLOCK_N, e.g. 3x16."""
+
+    def parse(text: str) -> tuple[int, int]:
+        stages, _, block_n = text.partition("x")
+        try:
+            pair = (int(stages), int(block_n))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected STAGESxBLOCK_N (e.g. 3x16), got {text!r}"
+            ) from None
+        if not (low_stages <= pair[0] <= 8 and 1 <= pair[1] <= 256):
+            raise argparse.ArgumentTypeError(
+                f"stages must be in [{low_stages}, 8] and block_n in [1, 256], got {text!r}"
+            )
+        return pair
+
+    return parse
 
 
 def add_sweep_parser(commands) -> None:
     p = commands.add_parser(
-        "sweep", help="compile (and on a GPU verify and time) the design space", description=__doc__
+        "sweep",
+        help="compile (and on a GPU verify and time) the design space",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--grid", type=Path, help="a grid file of cases (bench/grid.json)")
     p.add_argument(
-        "--case", action="append", default=[], help="only the grid cases with these names"
+        "--grid",
+        metavar="FILE",
+        help=f"a grid file of cases, or '{DEFAULT_GRID}' (kgen/tune/grid.json, shipped with kgen: "
+        "what a sweep without --grid or a shape takes)",
+    )
+    p.add_argument(
+        "--case",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="only the grid cases with these names (repeatable)",
     )
     p.add_argument(
         "--family", choices=["dense", "sparse"], help="only the grid cases of this kernel family"
     )
-    p.add_argument("--heads", type=int, help="a single shape: heads per GPU (H)")
-    p.add_argument("--q-len", type=int, default=1)
-    p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--prefix", type=int, default=4096, help="committed positions per sequence")
-    p.add_argument("--mask", choices=["none", "causal", "tree"], default="none")
-    p.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default="bfloat16")
-    p.add_argument("--page-size", type=int, default=64)
-    p.add_argument("--topk", type=int, help="a sparse shape: cache entries listed per query token")
-    p.add_argument("--kv-format", choices=["fp8", "bf16"], default="fp8", help="sparse cache")
+    p.add_argument("--heads", type=_int(1, 1024), help="a single shape: heads per GPU (H)")
+    p.add_argument("--q-len", type=_int(1, MAX_Q_LEN), help="query tokens per sequence (default 1)")
+    p.add_argument("--batch", type=_int(1), help="sequences (default 1)")
+    p.add_argument("--prefix", type=_int(0), help="committed positions per sequence (default 4096)")
+    p.add_argument("--mask", choices=["none", "causal", "tree"], help="(default none)")
+    p.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], help="(default bfloat16)")
+    p.add_argument("--page-size", type=_int(1, 1 << 20), help="cache positions a page (default 64)")
+    p.add_argument(
+        "--topk",
+        type=_int(1, MAX_TOPK),
+        help="a sparse shape: cache entries listed per query token",
+    )
+    p.add_argument("--kv-format", choices=["fp8", "bf16"], help="sparse cache (default fp8)")
     p.add_argument("--arch", help="target arch (default: the GPU, or sm_120 without one)")
     p.add_argument("--compile-only", action="store_true", help="resources and occupancy, no timing")
-    p.add_argument("--heads-per-block", type=int, nargs="+", help="axis values (default: divisors)")
-    p.add_argument("--num-warps", type=int, nargs="+", default=[4, 8])
-    p.add_argument("--vec-width", type=int, nargs="+", help="axis values (default: 16-byte loads)")
+    p.add_argument(
+        "--heads-per-block",
+        type=_int(1, 1024),
+        nargs="+",
+        help="axis values (default: divisors)",
+    )
+    p.add_argument("--num-warps", type=_int(1, 32), nargs="+", default=[4, 8])
+    p.add_argument(
+        "--vec-width",
+        type=_int(1, 16),
+        nargs="+",
+        help="axis values (default: 16-byte loads)",
+    )
     p.add_argument(
         "--compute",
         nargs="+",
@@ -61,36 +166,42 @@ def add_sweep_parser(commands) -> None:
         default=["fma", "mma", "tiled"],
         help="compute paths to sweep (mma: 16-bit dtypes only; tiled: float32 only)",
     )
-    for field, help in MMA_AXES.items():
+    for field, (low, high, help) in MMA_AXES.items():
         p.add_argument(
             "--" + field.replace("_", "-"),
-            type=int,
+            type=_int(low, high),
             nargs="+",
             default=list(getattr(Axes(), field)),
             help=f"mma axis values: {help}",
         )
     p.add_argument(
         "--mma-tiles",
+        type=_tile(0),
         nargs="+",
-        default=None,
         metavar="STAGESxBLOCK_N",
         help="mma (smem_stages, block_n) pairs, e.g. 3x16 2x32 (default: kgen.tune.space)",
     )
     p.add_argument(
         "--sparse-tiles",
+        type=_tile(1),
         nargs="+",
-        default=None,
         metavar="STAGESxBLOCK_N",
         help="sparse cp.async pipelines (smem_stages, block_n), e.g. 2x16 3x16 2x32",
     )
     p.add_argument(
         "--register-tiles",
-        type=int,
+        type=_int(1, 256),
         nargs="+",
-        default=None,
         help="sparse block_n values of dequant='registers' (default: kgen.tune.sparse_space)",
     )
-    p.add_argument("--gather-bytes", type=int, nargs="+", default=[8, 16], help="sparse axis")
+    p.add_argument(
+        "--gather-bytes",
+        type=int,
+        choices=GATHER_BYTES,
+        nargs="+",
+        default=[8, 16],
+        help="sparse axis",
+    )
     p.add_argument(
         "--dequant",
         nargs="+",
@@ -98,69 +209,106 @@ def add_sweep_parser(commands) -> None:
         default=["shared", "registers"],
         help="sparse axis: where the fp8 cache is dequantized",
     )
-    p.add_argument("--reps", type=int, default=20, help="timed launches per variant")
+    p.add_argument("--reps", type=_int(1), default=20, help="timed launches per variant")
     p.add_argument(
         "--case-seconds",
-        type=float,
+        type=_seconds,
         help="GPU: seconds of variant trials per case; the rest are left untimed (default: all)",
     )
     p.add_argument(
         "--seconds",
-        type=float,
+        type=_seconds,
         help="GPU: the whole sweep's time; each case's variant trials get an equal share of what "
         "is left when it starts (the rest are left untimed; default: no limit)",
     )
-    p.add_argument("--jobs", type=int, help="compile processes (default: all cores)")
+    p.add_argument("--jobs", type=_int(1), help="compile processes (default: all cores)")
     p.add_argument("--db", type=Path, help="tuning database to record winners in")
     p.add_argument("--out", type=Path, default=Path("sweep-out"))
-    p.set_defaults(run=_run)
+    p.set_defaults(run=_run, parser=p)
 
 
-def _tiles(pairs: list[str], flag: str = "--mma-tiles") -> tuple[tuple[int, int], ...]:
-    try:
-        return tuple(tuple(int(x) for x in pair.split("x")) for pair in pairs)
-    except ValueError:
-        raise SystemExit(f"kgen sweep: {flag} takes STAGESxBLOCK_N pairs, got {pairs}") from None
-
-
-def _run(args) -> int:
-    from kgen.tune.report import plot, summary_table, write_csv
-    from kgen.tune.sweep import SweepOptions, run_sweep
-
-    if args.grid:
-        cases = load_grid(args.grid, args.family)
-        if not cases:
-            raise SystemExit(f"kgen sweep: no {args.family} case in {args.grid}")
-        if args.case:
-            cases = [c for c in cases if c.name in args.case]
-            if not cases:
-                raise SystemExit(f"kgen sweep: no case named {args.case} in {args.grid}")
-    elif args.heads:
-        shape = {
-            "H": args.heads,
-            "T": args.q_len,
-            "B": args.batch,
-            "S": args.prefix,
-            "dtype": args.dtype,
-            "page_size": args.page_size,
-        }
-        if args.topk:
-            shape.update(topk=args.topk, kv_format=args.kv_format)
-        else:
-            shape.update(mask=args.mask)
+def _cases(args, error) -> list:
+    """The cases the arguments name; `error(message)` reports a misuse and exits."""
+    given = [name for name in SHAPE_DEFAULTS if getattr(args, name) is not None]
+    if args.heads is None:
+        if given:
+            error(f"--{given[0].replace('_', '-')} describes a single shape: give --heads too")
         try:
-            cases = [case_from_dict(shape)]
-        except ParamError as err:
-            raise SystemExit(f"kgen sweep: {err}") from None
+            cases = load_grid(args.grid or DEFAULT_GRID, args.family)
+        except GridError as err:
+            error(f"argument --grid: {err}")
+        where = args.grid or "the default grid"
+        if not cases:
+            error(f"no {args.family} case in {where}")
+        if args.case:
+            names = [c.name for c in cases]
+            unknown = [n for n in dict.fromkeys(args.case) if n not in names]
+            if unknown:
+                family = f"{args.family} " if args.family else ""
+                error(
+                    f"argument --case: no {family}case named {', '.join(unknown)} in {where}; "
+                    f"its cases: {', '.join(names)}"
+                )
+            cases = [c for c in cases if c.name in args.case]
+        return cases
+    for flag, value in (("--grid", args.grid), ("--case", args.case), ("--family", args.family)):
+        if value:
+            error(f"{flag} picks grid cases; a shape (--heads) is a case of its own")
+    shape = {name: default for name, default in SHAPE_DEFAULTS.items()}
+    shape.update({name: getattr(args, name) for name in given})
+    sparse = shape["topk"] is not None
+    for name in given:
+        if name == "mask" and sparse or name == "kv_format" and not sparse:
+            which = "sparse (--topk)" if name == "kv_format" else "dense"
+            error(f"--{name.replace('_', '-')} applies to {which} shapes only")
+    entry = {
+        "H": args.heads,
+        "T": shape["q_len"],
+        "B": shape["batch"],
+        "S": shape["prefix"],
+        "dtype": shape["dtype"],
+        "page_size": shape["page_size"],
+    }
+    if sparse:
+        entry.update(topk=shape["topk"], kv_format=shape["kv_format"])
     else:
-        raise SystemExit("kgen sweep: give --grid FILE or a shape (--heads H [--q-len T ...])")
+        entry.update(mask=shape["mask"])
+    try:
+        return [case_from_dict(entry)]
+    except ParamError as err:
+        error(_naming_flag(err, {"heads": "--heads", "q_len": "--q-len"}))
+
+
+def _naming_flag(err: ParamError, flags: dict[str, str] | None = None) -> str:
+    """A Spec or Config error ('Config.num_warps=3: ...') prefixed with the option that set the
+    field (`flags`, else --field-name)."""
+    match = re.match(r"\w+\.(\w+)=", str(err))
+    if not match:
+        return str(err)
+    field = match.group(1)
+    flag = (flags or {}).get(field, "--" + field.replace("_", "-"))
+    return f"argument {flag}: {err}"
+
+
+def _options(args, cases, error):
+    """The sweep's options; every axis value checked against the configs it builds."""
+    from kgen.arch import resolve_arch
+    from kgen.device import NoGPUError
+    from kgen.tune.family import family_of
+    from kgen.tune.sweep import SweepOptions
+
+    if args.arch is not None:
+        try:
+            resolve_arch(args.arch)
+        except (ValueError, NoGPUError) as err:
+            error(f"argument --arch: {err}")
     axes = Axes(
         heads_per_block=tuple(args.heads_per_block) if args.heads_per_block else None,
         num_warps=tuple(args.num_warps),
         vec_width=tuple(args.vec_width) if args.vec_width else None,
         computes=tuple(args.compute),
         **{field: tuple(getattr(args, field)) for field in MMA_AXES},
-        **({"mma_stage_tiles": _tiles(args.mma_tiles)} if args.mma_tiles else {}),
+        **({"mma_stage_tiles": tuple(args.mma_tiles)} if args.mma_tiles else {}),
     )
     sparse_axes = SparseAxes(
         heads_per_block=tuple(args.heads_per_block) if args.heads_per_block else None,
@@ -171,11 +319,7 @@ def _run(args) -> int:
         split_softmax=tuple(args.split_softmax),
         gather_bytes=tuple(args.gather_bytes),
         dequant=tuple(args.dequant),
-        **(
-            {"shared_tiles": _tiles(args.sparse_tiles, "--sparse-tiles")}
-            if args.sparse_tiles
-            else {}
-        ),
+        **({"shared_tiles": tuple(args.sparse_tiles)} if args.sparse_tiles else {}),
         **({"register_tiles": tuple(args.register_tiles)} if args.register_tiles else {}),
     )
     options = SweepOptions(
@@ -189,9 +333,77 @@ def _run(args) -> int:
         jobs=args.jobs,
         db_path=args.db,
     )
-    report = run_sweep(cases, args.out, options)
-    write_csv(report, args.out / "results.csv")
-    plots = plot(report, args.out)
+    for case in cases:  # a value no config takes (num_warps 12 off the mma path, ...)
+        try:
+            family_of(case.spec).enumerate(case.spec, options)
+        except ParamError as err:
+            error(_naming_flag(err, {"block_n": "--mma-tiles", "smem_stages": "--mma-tiles"}))
+    return options
+
+
+def _check_out(args, error) -> None:
+    for flag, path, want in (("--out", args.out, "a folder"), ("--db", args.db, "a file")):
+        if path is None:
+            continue
+        if want == "a folder" and path.exists() and not path.is_dir():
+            error(f"argument {flag}: {path} is not a folder")
+        if want == "a file" and path.is_dir():
+            error(f"argument {flag}: {path} is a folder; expected a tuning database file")
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        error(f"argument --out: {args.out} cannot be created: {err.strerror}")
+
+
+class _Stop:
+    """SIGINT and SIGTERM during a sweep: the first raises KeyboardInterrupt in the main thread
+    (the sweep then ends its workers and keeps what finished) and remembers which it was; one
+    after it is ignored, so that the clean-up runs to its end."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.signum: int | None = None
+
+    def __enter__(self):
+        self._previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+        return self
+
+    def _handle(self, signum, frame):
+        if self.signum is None:
+            self.signum = signum
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        for s, previous in self._previous.items():
+            signal.signal(s, previous)
+        return False
+
+
+def _run(args) -> int:
+    from kgen.tune.report import plot, summary_table, write_csv
+    from kgen.tune.sweep import SweepInterrupted, run_sweep
+
+    error = args.parser.error
+    with _Stop() as stop:
+        try:
+            cases = _cases(args, error)
+            options = _options(args, cases, error)
+            _check_out(args, error)
+            report = run_sweep(cases, args.out, options)
+            write_csv(report, args.out / "results.csv")
+            plots = plot(report, args.out)
+        except KeyboardInterrupt as err:
+            what = (
+                f"{err.done}, progress in {err.progress}"
+                if isinstance(err, SweepInterrupted)
+                else f"progress in {args.out / 'progress.jsonl'}"
+            )
+            print(
+                f"kgen sweep: interrupted: {what}; run the same command to resume",
+                file=sys.stderr,
+            )
+            return 128 + (stop.signum or signal.SIGINT)
     print(summary_table(report))
     meta = report["meta"]
     print(
@@ -219,12 +431,21 @@ def add_tune_parser(commands) -> None:
     )
     p.add_argument("action", choices=["ls"])
     p.add_argument("--db", type=Path, help="a tuning database (default: the user's and shipped)")
-    p.set_defaults(run=_tune)
+    p.set_defaults(run=_tune, parser=p)
 
 
 def _tune(args) -> int:
     from kgen.mla.tuning import SHIPPED, TuningDB, staleness
 
+    if args.db is not None:
+        try:
+            json.loads(args.db.read_text())
+        except (OSError, UnicodeDecodeError) as err:
+            args.parser.error(
+                f"argument --db: {args.db} cannot be read: {getattr(err, 'strerror', err)}"
+            )
+        except ValueError as err:
+            args.parser.error(f"argument --db: {args.db} is not a tuning database (JSON: {err})")
     dbs = [TuningDB(args.db)] if args.db else [TuningDB.user(), TuningDB(SHIPPED)]
     stale = 0
     for db in dbs:

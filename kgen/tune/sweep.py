@@ -24,7 +24,7 @@ from kgen.mla.tuning import TuningDB
 from kgen.tune.family import family_of
 from kgen.tune.space import FIT_ARCHS, Axes, Case
 from kgen.tune.sparse_space import SparseAxes
-from kgen.tune.worker import TrialCrashed
+from kgen.tune.worker import TrialCrashed, ignore_sigint, sigint_ignored
 
 
 def _compile(spec, config, arch: str) -> dict:
@@ -57,23 +57,65 @@ def _compile(spec, config, arch: str) -> dict:
         return {"status": "compile error", "detail": err.log[-2000:]}
 
 
-def compile_space(pairs: list[tuple], arch: str, jobs: int | None = None) -> dict:
-    """Compile every (spec, config) in parallel worker processes, with a progress bar."""
+def compile_space(
+    pairs: list[tuple], arch: str, jobs: int | None = None, progress: Progress | None = None
+) -> dict:
+    """Compile every (spec, config) in parallel worker processes, with a progress bar. With
+    `progress`, each result is recorded as it comes and those recorded before are not compiled
+    again. Interrupted (Ctrl-C, or KeyboardInterrupt from a signal handler), it ends its workers
+    before the exception goes on: no compile outlives the sweep."""
     results = {}
-    if not pairs:
+    todo = []
+    for spec, config in pairs:
+        done = progress.done.get(compile_id(arch, spec, config)) if progress else None
+        if done is not None:
+            results[(spec, config)] = done["row"]
+        else:
+            todo.append((spec, config))
+    if not todo:
         return results
-    jobs = jobs or os.cpu_count() or 1
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=_spawn()) as pool:
-        futures = {pool.submit(_compile, s, c, arch): (s, c) for s, c in pairs}
-        for future in tqdm(
-            as_completed(futures),
-            total=len(futures),
-            desc=f"compile {arch}",
-            unit="kernel",
-            dynamic_ncols=True,
-        ):
-            results[futures[future]] = future.result()
+    bar = tqdm(
+        total=len(pairs),
+        initial=len(results),
+        desc=f"compile {arch}",
+        unit="kernel",
+        dynamic_ncols=True,
+    )
+    pool = ProcessPoolExecutor(
+        max_workers=min(jobs or os.cpu_count() or 1, len(todo)),
+        mp_context=_spawn(),
+        initializer=ignore_sigint,
+    )
+    try:
+        with sigint_ignored():  # the workers start now: a Ctrl-C meant for the sweep is ours
+            futures = {pool.submit(_compile, s, c, arch): (s, c) for s, c in todo}
+        for future in as_completed(futures):
+            spec, config = futures[future]
+            results[(spec, config)] = row = future.result()
+            if progress:
+                progress.add({"id": compile_id(arch, spec, config), "row": row})
+            bar.update()
+    except BaseException:
+        _stop_pool(pool)
+        raise
+    finally:
+        bar.close()
+    pool.shutdown()
     return results
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now (a compile in flight is lost; the
+    results already taken are kept)."""
+    processes = list((pool._processes or {}).values())  # no public handle before Python 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        proc.terminate()
+    for proc in processes:
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
 
 
 def _spawn():
@@ -82,24 +124,46 @@ def _spawn():
     return multiprocessing.get_context("spawn")
 
 
+def compile_id(arch: str, spec, config) -> str:
+    """progress.jsonl's id of one compiled variant (a spec shared by several cases is compiled
+    once)."""
+    return f"compile|{arch}|{json.dumps([spec.to_dict(), config.to_dict()], sort_keys=True)}"
+
+
 class Progress:
-    """progress.jsonl in the output folder: one line per finished trial, read back to resume."""
+    """progress.jsonl in the output folder: one line per compiled variant and per finished trial,
+    read back to resume."""
 
     def __init__(self, path: Path):
         self.path = path
         self.done: dict[str, dict] = {}
         if path.exists():
-            for line in path.read_text().splitlines():
+            text = path.read_text()
+            for line in text.splitlines():
                 try:
                     row = json.loads(line)
                 except ValueError:
                     continue  # a line cut short by an interruption
                 self.done[row["id"]] = row
+            if text and not text.endswith("\n"):
+                with path.open("a") as f:  # so the next row does not join the cut line
+                    f.write("\n")
 
     def add(self, row: dict) -> None:
         self.done[row["id"]] = row
         with self.path.open("a") as f:
             f.write(json.dumps(row) + "\n")
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C (or a signal turned into KeyboardInterrupt): its worker
+    processes are gone and what finished is in progress.jsonl, which the same sweep resumes
+    from."""
+
+    def __init__(self, done: str, progress: Path):
+        super().__init__(f"{done}; progress in {progress}")
+        self.done = done
+        self.progress = progress
 
 
 def trial_id(case: Case, kind: str, config=None) -> str:
@@ -166,7 +230,20 @@ def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = N
         configs = family.enumerate(case.spec, options)
         pruned[case.name] = family.prune(case.spec, configs, arch, also)
     pairs = sorted({(c.spec, cfg) for c in cases for cfg in pruned[c.name].kept}, key=repr)
-    compiled = compile_space(pairs, arch.name, options.jobs)
+    progress = Progress(out_dir / "progress.jsonl")
+    resumed = sum(compile_id(arch.name, s, c) in progress.done for s, c in pairs)
+    refused = sum(len(p.refused) for p in pruned.values())
+    tqdm.write(
+        f"{meta['mode']} sweep for {arch.name}: {len(cases)} cases, {len(pairs)} variants to "
+        f"compile ({refused} refused before compiling"
+        + (f"; {resumed} compiled before, resumed from {progress.path}" if resumed else "")
+        + "); Ctrl-C stops, the same command resumes"
+    )
+    try:
+        compiled = compile_space(pairs, arch.name, options.jobs, progress)
+    except KeyboardInterrupt:
+        done = sum(compile_id(arch.name, s, c) in progress.done for s, c in pairs)
+        raise SweepInterrupted(f"{done} of {len(pairs)} variants compiled", progress.path) from None
     report = {"meta": meta, "cases": []}
     for case in cases:
         report["cases"].append(
@@ -187,9 +264,28 @@ def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = N
             }
         )
     if not compile_only:
-        _time_cases(cases, report, arch, out_dir, options, deadline)
-    (out_dir / "results.json").write_text(json.dumps(report, indent=1))
+        try:
+            _time_cases(cases, report, arch, progress, options, deadline)
+        except KeyboardInterrupt:
+            raise SweepInterrupted(_timed(cases, report, progress), progress.path) from None
+    results = out_dir / "results.json"
+    partial = results.with_name(".results.json.tmp")  # a reader never sees half a file
+    partial.write_text(json.dumps(report, indent=1))
+    os.replace(partial, results)
     return report
+
+
+def _timed(cases: list[Case], report: dict, progress: Progress) -> str:
+    """How many of the sweep's trials (each case's default and distinct variants) are done."""
+    done = total = 0
+    for case, entry in zip(cases, report["cases"], strict=True):
+        variants = [v for v in entry["variants"] if v["status"] == "compiled"]
+        total += 1 + len(_distinct(family_of(case.spec), variants)[0])
+        done += sum(
+            key.startswith((f"{case.name}|variant|", f"{case.name}|default|"))
+            for key in progress.done
+        )
+    return f"{done} of {total} trials timed"
 
 
 def _blocks_per_sm(variant: dict) -> int:
@@ -211,13 +307,12 @@ def _time_cases(
     cases: list[Case],
     report: dict,
     arch,
-    out_dir: Path,
+    progress: Progress,
     options: SweepOptions,
     deadline: float | None = None,
 ) -> None:
     from kgen.tune.worker import InProcessExecutor, WorkerExecutor
 
-    progress = Progress(out_dir / "progress.jsonl")
     executor = options.executor or (InProcessExecutor() if options.in_process else WorkerExecutor())
     db = TuningDB(options.db_path) if options.db_path else TuningDB.user()
     try:
