@@ -1,8 +1,8 @@
 """Re-stamp tuning entries after a refactor that compiles to the same machine code. For each entry
-(either family) whose code stamp today's templates no longer give, its config is compiled from
+(either family) whose code stamp the current templates no longer give, its config is compiled from
 the tree at REV and from this tree, for the entry's arch and for sm_120, and the SASS compared
 (cuobjdump, addresses dropped). Where the entry's own arch's SASS is identical, the kernel the
-entry timed is the kernel today's code builds: its stamp is updated, provided that the sm_120
+entry timed is the kernel the current code builds: its stamp is updated, provided that the sm_120
 build is identical too or, where ptxas scheduled it differently, still spill-free (an H200 entry
 is never used on sm_120; the issue's rule is that every tuned config compiles for sm_120 without
 spills). Else the entry stays stale (it needs re-timing: bench/retune_shipped.py). Needs the

@@ -1,7 +1,7 @@
 """Re-tune the shipped configs after a kernel change that leaves the design space alone: each
 16-bit grid case's shipped config (kgen/tuned/tuning.json; dense or sparse) is swept again with
 every axis pinned to it, so only its KV split count is re-chosen (the sweep's split
-candidates), checked against the float64 oracle and timed with today's code, and its entry
+candidates), checked against the float64 oracle and timed with the current code, and its entry
 re-recorded (new code stamp, new trials) in --db. Far cheaper than a full sweep; it finds no new
 configs. `--record` records the winners of an earlier run's DIR/<case>/results.json instead
 (where the device's database did not come back, say). `--open AXIS=V,V` sweeps those values of
