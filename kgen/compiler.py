@@ -11,10 +11,11 @@ from cuda.bindings import nvrtc
 
 # No -lineinfo by default: NVRTC writes the working directory into the cubin with it, and the same
 # kernel must give the same bytes wherever it is built (KGEN_LINEINFO=1 adds it: kgen.build).
-# -w: the sources are generated, so a front-end warning is kgen's to fix, not the user's to read;
-# and NVRTC 13.0 (on an H100 image) dropped ptxas's report from the log of programs that warned,
-# in some processes and not others, and that report is how kgen knows registers and spills.
-DEFAULT_OPTIONS: tuple[str, ...] = ("-std=c++17", "-default-device", "-w")
+# --no-cache: NVRTC 12.9 and later keep a cache of their own, and a program they find there skips
+# ptxas, whose report (registers, spills) is how kgen judges a kernel: a second process asking
+# for a kernel the first compiled got no report (seen with NVRTC 13.0 on an H100), and
+# config="auto" passed over spill-free candidates. kgen's own disk cache keeps the cubins.
+DEFAULT_OPTIONS: tuple[str, ...] = ("-std=c++17", "-default-device", "--no-cache")
 
 
 class CompileError(RuntimeError):

@@ -159,7 +159,7 @@ def test_a_compile_log_without_ptxas_report_is_refused_not_guessed(fresh_cache, 
 
     def no_report(source, arch, options, name):
         calls.append(options)
-        return CompileResult(cubin=b"\x7fELF", log="kernel.cu(1): warning #39-D: division by zero")
+        return CompileResult(cubin=b"\x7fELF", log="")  # what NVRTC's cache hit returns
 
     monkeypatch.setattr(build_module, "compile_cubin", no_report)
     with pytest.raises(MissingReportError, match="no ptxas report for mla_attention"):
@@ -168,12 +168,12 @@ def test_a_compile_log_without_ptxas_report_is_refused_not_guessed(fresh_cache, 
     assert not list(fresh_cache.rglob("*.json"))  # and nothing was cached
 
 
-def test_kernels_compile_without_warnings_in_the_log_and_a_cache_entry_without_report_is_a_miss(
+def test_nvrtcs_own_cache_is_off_and_a_cache_entry_without_report_is_a_miss(
     fresh_cache, monkeypatch
 ):
-    assert "-w" in DEFAULT_OPTIONS
+    assert "--no-cache" in DEFAULT_OPTIONS  # (a program NVRTC finds in its cache skips ptxas)
     binary = build_program(_program(), "sm_90")
-    assert "warning" not in binary.log and set(binary.program.entry_points) <= set(binary.usage)
+    assert set(binary.program.entry_points) <= set(binary.usage)
     (meta_path,) = fresh_cache.rglob(f"{binary.stem}.json")
     meta = json.loads(meta_path.read_text())
     meta["usage"] = {}
