@@ -98,7 +98,7 @@ class _ExLaunch:
     `launch(stream)` with cuLaunchKernelEx: its launch config is made once (the stream set only
     when it changes) and the kernel's CUfunction in the current context looked up on the first
     launch. On the H200 machine's hosts this took 4.0-4.8 us a call where cuLaunchKernel on the
-    context-independent CUkernel took 4.4-5.8 (bench/host_overhead.py, bench/RESULTS.md)."""
+    context-independent CUkernel took 4.4-5.8 (bench/host_overhead.py; docs/decisions.md)."""
 
     def __init__(
         self,

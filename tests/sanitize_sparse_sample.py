@@ -1,6 +1,6 @@
 """A representative sample of sparse MLA variants, each run once on small inputs and checked
 against the float64 reference: the program compute-sanitizer (memcheck, racecheck, synccheck)
-runs on the device machine (bench/sparse_run.sh, through bench/sanitize.sh).
+runs on the device machine (bench/sanitize.sh).
 
     compute-sanitizer --tool memcheck  python3 tests/sanitize_sparse_sample.py
     compute-sanitizer --tool racecheck python3 tests/sanitize_sparse_sample.py
