@@ -45,9 +45,7 @@ _NAME_FIELDS = {
 }
 _NAME_FLAGS = {
     "qa": "qk_ahead",
-    "sr": "split_reduce",
     "ss": "split_softmax",
-    "sw": "swap_rows",
     "pc": "pdl_combine",
     "ws": "specialize",
 }

@@ -51,9 +51,7 @@ def pinned_axes(config: Config) -> Axes:
         col_groups=(config.col_groups,),
         min_blocks=(config.min_blocks,),
         qk_ahead=(config.qk_ahead,),
-        split_reduce=(config.split_reduce,),
         split_softmax=(config.split_softmax,),
-        swap_rows=(config.swap_rows,),
         pdl_combine=(config.pdl_combine,),
         specialize=(config.specialize,),
     )

@@ -258,39 +258,6 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     min_blocks=1,
                 ),
             ),
-            # the column groups' partial scores summed once, a slice per warp
-            (
-                8,
-                1,
-                "bfloat16",
-                64,
-                "none",
-                dict(
-                    heads_per_block=8,
-                    kv_splits=5,
-                    smem_stages=2,
-                    block_n=32,
-                    num_warps=8,
-                    col_groups=8,
-                    split_reduce=1,
-                ),
-            ),
-            (
-                4,
-                6,
-                "float16",
-                16,
-                "tree",
-                dict(
-                    heads_per_block=4,
-                    kv_splits=2,
-                    smem_stages=3,
-                    block_n=16,
-                    col_groups=2,
-                    qk_ahead=1,
-                    split_reduce=1,
-                ),
-            ),
             # the softmax split in slices, P shared through shared memory
             (
                 8,
@@ -379,71 +346,6 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     split_softmax=1,
                 ),
             ),
-            (
-                6,
-                5,
-                "float16",
-                1,
-                "causal",
-                dict(
-                    heads_per_block=6,
-                    kv_splits=2,
-                    smem_stages=3,
-                    block_n=16,
-                    num_warps=8,
-                    col_groups=4,
-                    qk_ahead=1,
-                    split_reduce=1,
-                ),
-            ),
-            # rows on the n8 side (swap_rows): decode blocks of at most 8 rows
-            (
-                8,
-                1,
-                "bfloat16",
-                64,
-                "none",
-                dict(
-                    heads_per_block=8,
-                    kv_splits=12,
-                    smem_stages=3,
-                    block_n=16,
-                    qk_ahead=1,
-                    swap_rows=1,
-                ),
-            ),
-            (
-                4,
-                1,
-                "float16",
-                1,
-                "none",
-                dict(
-                    heads_per_block=2,
-                    kv_splits=3,
-                    smem_stages=2,
-                    block_n=32,
-                    num_warps=8,
-                    col_groups=8,
-                    swap_rows=1,
-                ),
-            ),
-            (
-                8,
-                1,
-                "bfloat16",
-                16,
-                "none",
-                dict(
-                    heads_per_block=8,
-                    kv_splits=1,
-                    smem_stages=2,
-                    block_n=32,
-                    num_warps=2,
-                    col_groups=2,
-                    swap_rows=1,
-                ),
-            ),
             # wide merges: 132 and 300 splits (pieces of one row cut into column chunks)
             (
                 8,
@@ -477,21 +379,6 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                 64,
                 "tree",
                 dict(heads_per_block=4, kv_splits=6, smem_stages=3, block_n=16, pdl_combine=1),
-            ),
-            (
-                8,
-                1,
-                "bfloat16",
-                64,
-                "none",
-                dict(
-                    heads_per_block=8,
-                    kv_splits=9,
-                    smem_stages=3,
-                    block_n=16,
-                    swap_rows=1,
-                    pdl_combine=1,
-                ),
             ),
             # warps in two roles (specialize): q.K^T and copies, softmax and P.V a tile behind
             (  # sm_120's default for decode in 16-head groups (four stages, the PDL merge)
@@ -665,13 +552,13 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
     (
         Spec(heads=48, q_len=1, dtype="float16", page_size=64, mask="none"),
         three_row_config(
-            48, kv_splits=2, smem_stages=4, split_softmax=1, min_blocks=1, ring_slack=2
+            48, kv_splits=2, smem_stages=4, split_softmax=1, min_blocks=1, ring_slack=1
         ),
     ),
     (
         Spec(heads=8, q_len=16, dtype="bfloat16", page_size=1, mask="causal"),
         three_row_config(
-            3, kv_splits=1, smem_stages=6, split_softmax=1, min_blocks=1, ring_slack=3
+            3, kv_splits=1, smem_stages=6, split_softmax=1, min_blocks=1, ring_slack=1
         ),
     ),
     # sm_120's default for decode of 96 heads: two 48-head blocks on the ring, the PDL merge

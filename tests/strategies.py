@@ -58,15 +58,6 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma", "tiled")):
             qk_ahead=draw(st.sampled_from([0, 1])),
             pdl_combine=draw(st.sampled_from([0, 0, 1])),
         )
-        small = [h for h in divisors(spec.heads) if h * spec.q_len <= 8]
-        if spec.masks_nothing and small and warps != 12 and draw(st.sampled_from([0, 0, 1])):
-            # rows on the n8 side (swap_rows): its own constraints
-            return Config(
-                heads_per_block=draw(st.sampled_from(small)),
-                col_groups=warps,
-                swap_rows=1,
-                **shared,
-            )
         if warps in (2, 4, 8) and draw(st.sampled_from([0, 0, 0, 1])):
             # warps in two roles (specialize): one row group each, the split softmax
             return Config(
@@ -76,20 +67,17 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma", "tiled")):
                 specialize=1,
                 **{**shared, "qk_ahead": 0, "smem_stages": draw(st.integers(3, 4))},
             )
-        split_reduce = draw(st.sampled_from([0, 1])) if warps > 1 else 0
         # the row path also takes head groups that do not divide the heads (the last is ragged)
         ragged = [h for h in range(2, spec.heads) if spec.heads % h]
         heads = divisors(spec.heads) + (ragged if draw(st.sampled_from([0, 1])) else [])
-        # the tile ring on a barrier a stage (row groups up to ring_slack tiles apart)
-        softmax = draw(st.sampled_from([0, 1])) if warps > 1 and not split_reduce else 0
-        ringable = softmax and not shared["qk_ahead"]
-        slacks = range(shared["smem_stages"] - 1) if ringable else [0]
+        # the tile ring on a barrier a stage (row groups up to a tile apart)
+        softmax = draw(st.sampled_from([0, 1])) if warps > 1 else 0
+        ringable = softmax and not shared["qk_ahead"] and shared["smem_stages"] >= 3
         return Config(
             heads_per_block=draw(st.sampled_from(heads)),
             col_groups=draw(st.sampled_from([c for c in (1, 2, 4, 8) if warps % c == 0])),
-            split_reduce=split_reduce,
             split_softmax=softmax,
-            ring_slack=draw(st.sampled_from([0, 0, *slacks])),
+            ring_slack=draw(st.sampled_from([0, 0, 1])) if ringable else 0,
             **shared,
         )
     stages = draw(st.integers(0, 3))

@@ -68,6 +68,8 @@ MORE_MISUSES = {
     "case-seconds": (["sweep", "--heads", "4", "--case-seconds", "-1"], ["--case-seconds"]),
     "jobs": (["sweep", "--heads", "4", "--jobs", "0"], ["--jobs", ">= 1"]),
     "qk-ahead": (["sweep", "--heads", "4", "--qk-ahead", "2"], ["--qk-ahead", "[0, 1]"]),
+    "removed-axis": (["sweep", "--heads", "4", "--swap-rows", "1"], ["--swap-rows", "removed"]),
+    "removed-slack": (["sweep", "--heads", "4", "--ring-slack", "2"], ["--ring-slack", "[0, 1]"]),
     "mma-tiles": (["sweep", "--heads", "4", "--mma-tiles", "3by16"], ["--mma-tiles", "3by16"]),
     "mask-for-q-len": (["sweep", "--heads", "4", "--q-len", "4"], ["--mask", "causal"]),
     "num-warps": (["sweep", "--heads", "4", "--num-warps", "3"], ["--num-warps", "power of two"]),
@@ -173,7 +175,7 @@ def test_a_malformed_grid_names_the_file_and_case(tmp_path, name):
 SPACE = ["sweep", "--heads", "4", "--q-len", "2", "--mask", "causal", "--compute", "mma"]
 SPACE += ["--num-warps", "4", "--col-groups", "4", "--min-blocks", "0", "--compile-only"]
 SMALL = [*SPACE, "--heads-per-block", "4", "--mma-tiles", "3x16", "4x16", "2x32", "--jobs", "1"]
-SMALL += ["--qk-ahead", "0", "--split-softmax", "0", "--swap-rows", "0", "--specialize", "0"]
+SMALL += ["--qk-ahead", "0", "--split-softmax", "0", "--specialize", "0"]
 SPACE += ["--jobs", "2"]
 
 

@@ -75,7 +75,7 @@ def test_invalid_configs_are_refused_before_compiling(data):
     else:  # what no accepted layout may break, checked here and not by the layout's own code
         ragged = spec.heads % config.heads_per_block  # the mma row path only
         assert config.heads_per_block <= spec.heads
-        assert not ragged or (config.compute == "mma" and not config.swap_rows)
+        assert not ragged or config.compute == "mma"
         assert not ragged or not config.specialize
         assert layout.threads == 32 * config.num_warps <= arch.max_threads_per_block
         assert layout.dynamic_smem <= arch.smem_per_block
@@ -123,13 +123,6 @@ def compiler_disabled():
         (Spec(heads=8), Config(min_blocks=1), "min_blocks", "'mma' only"),
         (Spec(heads=8), Config(qk_ahead=1), "qk_ahead", "'mma' only"),
         (Spec(heads=8), replace(MMA, qk_ahead=1), "smem_stages", "at least 3 stages"),
-        (Spec(heads=8), Config(split_reduce=1), "split_reduce", "'mma' only"),
-        (
-            Spec(heads=8),
-            replace(MMA, col_groups=1, split_reduce=1),
-            "split_reduce",
-            "col_groups > 1",
-        ),
         (Spec(heads=8), Config(split_softmax=1), "split_softmax", "'mma' only"),
         (
             Spec(heads=8),
@@ -139,32 +132,10 @@ def compiler_disabled():
         ),
         (
             Spec(heads=8),
-            replace(MMA, split_reduce=1, split_softmax=1),
-            "split_reduce",
-            "must be 0 with split_softmax",
-        ),
-        (
-            Spec(heads=8),
             replace(MMA, num_warps=8, block_n=48, split_softmax=1),
             "block_n",
             "16, 32 or 64",
         ),
-        (Spec(heads=8), Config(swap_rows=1), "swap_rows", "'mma' only"),
-        (Spec(heads=16), replace(MMA, heads_per_block=16, swap_rows=1), "swap_rows", "at most 8"),
-        (
-            Spec(heads=8, q_len=2, mask="causal"),
-            replace(MMA, heads_per_block=4, swap_rows=1),
-            "swap_rows",
-            "mask 'none', or 'causal' at q_len = 1",
-        ),
-        (
-            Spec(heads=8, q_len=1, mask="tree"),
-            replace(MMA, heads_per_block=8, swap_rows=1),
-            "swap_rows",
-            "not 'tree'",
-        ),
-        (Spec(heads=8), replace(MMA, swap_rows=1, split_softmax=1), "swap_rows", "whole softmax"),
-        (Spec(heads=8), replace(MMA, num_warps=8, swap_rows=1), "col_groups", "equal num_warps"),
         (Spec(heads=8), Config(pdl_combine=1), "pdl_combine", "'mma' and 'tiled' only"),
         (Spec(heads=8), Config(specialize=1), "specialize", "'mma' only"),
         (Spec(heads=8), replace(WS, split_softmax=0), "split_softmax", "take 1"),
@@ -180,7 +151,6 @@ def compiler_disabled():
         (Spec(heads=8), Config(heads_per_block=3), "heads_per_block", "must divide heads=8"),
         (Spec(heads=8, dtype="float32"), tiled_config(3, 2), "heads_per_block", "divide heads=8"),
         (Spec(heads=8), replace(WS, heads_per_block=3), "heads_per_block", "specialize"),
-        (Spec(heads=8), replace(MMA, heads_per_block=3, swap_rows=1), "heads_per_block", "swap"),
         (Spec(heads=8), replace(MMA, heads_per_block=9), "heads_per_block", "at most heads=8"),
     ],
 )
@@ -194,11 +164,10 @@ def test_pdl_combine_needs_sm90():
         layout_for(Spec(heads=8), replace(MMA, pdl_combine=1), ARCHS["sm_80"])
 
 
-@pytest.mark.parametrize("swap_rows", [0, 1])
-def test_pdl_combine_builds_both_kernels_for_sm120_without_spills(swap_rows):
+def test_pdl_combine_builds_both_kernels_for_sm120_without_spills():
     """pdl_combine: the attention kernel and mla_combine in one cubin; the attention kernel has
     no merge code (so no arrival counters), and both fit sm_120 without spills."""
-    config = replace(MMA, smem_stages=3, swap_rows=swap_rows, pdl_combine=1)
+    config = replace(MMA, smem_stages=3, pdl_combine=1)
     kernel = build(Spec(heads=8), config, "sm_120")
     fused = build(Spec(heads=8), replace(config, pdl_combine=0), "sm_120")
     assert kernel.binary.program.entry_points == ("mla_attention", "mla_combine")
@@ -287,17 +256,19 @@ def test_readme_mma_example_builds_for_sm120():
     assert res.spills == 0 and res.smem <= ARCHS["sm_120"].smem_per_block
 
 
-def test_swapped_rows_compile_for_sm120_with_half_the_registers():
-    """Rows on the n8 side (swap_rows): an H = 8 decode block keeps 32 accumulator registers a
-    thread, not 64, and compiles for sm_120 without spills."""
-    spec = Spec(heads=8)
-    rows = build(spec, replace(MMA, smem_stages=3, qk_ahead=1), "sm_120")
-    swapped = build(spec, replace(MMA, smem_stages=3, qk_ahead=1, swap_rows=1), "sm_120")
-    (row_usage,) = rows.binary.usage.values()
-    (usage,) = swapped.binary.usage.values()
-    assert usage.spill_stores == usage.spill_loads == 0
-    assert usage.registers < row_usage.registers - 32
-    assert swapped.layout.padding == 0 and rows.layout.padding == 0.5
+def test_removed_axes_are_refused_and_their_zeros_dropped_with_a_warning():
+    """swap_rows, split_reduce and a ring slack past one tile were removed (CHANGELOG.md): a
+    value that selects them is a ConfigError saying what to take instead; 0, what every kept
+    variant took, is accepted under the old name with a DeprecationWarning."""
+    for removed in ({"swap_rows": 1}, {"split_reduce": 1}, {"ring_slack": 2}):
+        with pytest.raises(ConfigError, match=r"Config\.\w+=\d: .*removed"):
+            replace(MMA, **removed)
+        with pytest.raises(ConfigError, match="removed"):
+            Config.from_dict({**MMA.to_dict(), **removed})
+    with pytest.warns(DeprecationWarning, match="swap_rows was removed"):
+        assert replace(MMA, swap_rows=0) == MMA
+    with pytest.warns(DeprecationWarning, match="split_reduce was removed"):
+        assert Config.from_dict({**MMA.to_dict(), "split_reduce": 0}) == MMA
 
 
 def test_a_register_estimate_is_no_refusal():
@@ -325,12 +296,11 @@ def test_split_count_does_not_change_the_binary():
 @pytest.mark.parametrize(
     "config",
     [
-        replace(MMA, smem_stages=3, swap_rows=1),
         MMA,
         Config(heads_per_block=8, num_warps=4),
         tiled_config(8, smem_stages=2),
     ],
-    ids=["mma-swapped", "mma", "fma", "tiled"],
+    ids=["mma", "fma", "tiled"],
 )
 def test_one_row_causal_renders_the_decode_kernel(config):
     """Causal over a single draft row hides nothing: every path renders exactly the mask-'none'
@@ -340,9 +310,8 @@ def test_one_row_causal_renders_the_decode_kernel(config):
     decode, causal = Spec(heads=8, dtype=dtype), Spec(heads=8, dtype=dtype, mask="causal")
     source = mla_program(decode, config, layout_for(decode, config, arch)).source
     assert mla_program(causal, config, layout_for(causal, config, arch)).source == source
-    if not config.swap_rows:  # (which refuses trees) a tree row may hide its own draft
-        tree = Spec(heads=8, dtype=dtype, mask="tree")
-        assert mla_program(tree, config, layout_for(tree, config, arch)).source != source
+    tree = Spec(heads=8, dtype=dtype, mask="tree")  # a tree row may hide its own draft
+    assert mla_program(tree, config, layout_for(tree, config, arch)).source != source
 
 
 def test_the_tiled_path_takes_the_pdl_merge_from_sm90_on():
@@ -375,11 +344,11 @@ def test_ring_slack_builds_stage_barriers_for_sm120_without_spills_and_refuses_w
     """ring_slack: the three-row block's KV tile ring on mbarriers (a full and an empty barrier a
     stage, after the row states), the block barrier at the top of a tile gone; sm_120's
     verification shape of it (H = 64, 16 draft tokens, 3 heads a block, 4 stages) fits sm_120
-    without spills; ring_slack 0 renders none of it. Refused: the other loops (swapped rows,
-    specialized roles, q.K ahead) and a copy lead under one tile."""
+    without spills; ring_slack 0 renders none of it. Refused: the other loops (specialized
+    roles, q.K ahead) and a copy lead under one tile."""
     spec = Spec(heads=64, q_len=16, dtype="bfloat16", page_size=64, mask="tree")
     lockstep = three_row_config(3, smem_stages=4, min_blocks=1, split_softmax=1, pdl_combine=1)
-    for slack in (1, 2):
+    for slack in (1,):
         config = replace(lockstep, ring_slack=slack)
         kernel = build(spec, config, "sm_120")
         usage = kernel.binary.usage["mla_attention"]
@@ -396,7 +365,7 @@ def test_ring_slack_builds_stage_barriers_for_sm120_without_spills_and_refuses_w
     in_step_counts = opcode_counts(disassemble(in_step.cubin, "mla_attention"))
     assert not any(op.startswith("SYNCS") for op in in_step_counts), sorted(in_step_counts)
     refusals = {
-        "smem_stages": replace(lockstep, smem_stages=3, ring_slack=2),
+        "smem_stages": replace(lockstep, smem_stages=2, ring_slack=1),
         "split_softmax": replace(lockstep, split_softmax=0, ring_slack=1),
         "qk_ahead": replace(lockstep, qk_ahead=1, ring_slack=1),
         "specialize": replace(WS, heads_per_block=16, smem_stages=4, ring_slack=1),

@@ -9,7 +9,7 @@ import math
 
 from kgen.arch import Arch
 from kgen.mla.spec import MAX_SPLITS
-from kgen.params import ParamError
+from kgen.params import ConfigError
 
 CP_ASYNC_BYTES = (4, 8, 16)
 MAX_LOAD_BYTES = 16
@@ -21,10 +21,6 @@ def combine_smem(threads: int) -> int:
     """Shared memory the fused split-KV combine reuses (templates/mla/combine.cuh): MAX_SPLITS
     float weights, a float4 per thread, three ints."""
     return MAX_SPLITS * 4 + 16 * threads + 16
-
-
-class ConfigError(ParamError):
-    """A Config that cannot work for this Spec on this arch."""
 
 
 def refuser(spec, config, arch: Arch, error: type[ConfigError] = ConfigError):
@@ -71,9 +67,7 @@ def split_softmax_smem(m_tiles: int, block_n: int) -> int:
 MMA_AXES = {
     "min_blocks": (),
     "qk_ahead": (),
-    "split_reduce": (),
     "split_softmax": (),
-    "swap_rows": (),
     "pdl_combine": ("tiled",),
     "specialize": (),
     "ring_slack": (),

@@ -64,7 +64,6 @@ class MMALayout:
     score_bytes: int
     dynamic_smem: int
     registers_estimate: int  # per thread, before compiling (a pruning hint, not a promise)
-    swapped: bool = False  # rows on the n8 side of the MMAs (swap_rows)
     ring_bytes: int = 0  # ring_slack: the tile ring's barriers, full and empty a stage
 
     @property
@@ -82,7 +81,7 @@ class MMALayout:
     @property
     def padding(self) -> float:
         """Fraction of the MMA rows that are padding."""
-        return 1 - self.rows / (8 if self.swapped else 16 * self.m_tiles)
+        return 1 - self.rows / (16 * self.m_tiles)
 
 
 def _round_up(x: int, unit: int) -> int:
@@ -99,11 +98,11 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         )
     if config.heads_per_block > spec.heads:
         refuse("heads_per_block", f"at most heads={spec.heads}")
-    if spec.heads % config.heads_per_block and (config.swap_rows or config.specialize):
+    if spec.heads % config.heads_per_block and config.specialize:
         refuse(
             "heads_per_block",
-            f"must divide heads={spec.heads} with swap_rows or specialize (ragged head groups, "
-            "whose last block holds fewer heads, take the row path's kernel only)",
+            f"must divide heads={spec.heads} with specialize (ragged head groups, whose last "
+            "block holds fewer heads, take the row path's kernel only)",
         )
     if config.vec_width * spec.elem_bytes != 16:
         refuse(
@@ -119,33 +118,8 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         refuse("block_n", f"'mma' takes a multiple of 16 up to {MAX_BLOCK_N}")
     if config.smem_stages < 2:
         refuse("smem_stages", "'mma' pipelines KV tiles with cp.async: at least 2 stages")
-    if config.split_reduce and config.col_groups == 1:
-        refuse(
-            "split_reduce", "needs col_groups > 1: one column group has no partial scores to sum"
-        )
     refuse_unsplit_softmax(config, refuse)
-    if config.split_softmax and config.split_reduce:
-        refuse(
-            "split_reduce", "must be 0 with split_softmax, which sums the partials in its slices"
-        )
     rows = spec.q_len * config.heads_per_block
-    if config.swap_rows:
-        if rows > 8:
-            refuse("swap_rows", f"puts the rows on the n8 side of the MMA: at most 8, not {rows}")
-        if not spec.masks_nothing:
-            refuse(
-                "swap_rows",
-                f"takes mask 'none', or 'causal' at q_len = 1 (no draft rows to mask), not "
-                f"'{spec.mask}' at q_len = {spec.q_len}",
-            )
-        if config.split_softmax or config.split_reduce:
-            refuse(
-                "swap_rows", "every warp runs the whole softmax: split_softmax = split_reduce = 0"
-            )
-        if config.num_warps != config.col_groups:
-            refuse("col_groups", "swap_rows has one row group: col_groups must equal num_warps")
-        if (spec.latent_dim // 16) % config.col_groups:
-            refuse("col_groups", f"must split the {spec.latent_dim} output dims into m16 pieces")
     refuse_pdl_below_sm90(config, arch, refuse)
     if config.specialize:
         _refuse_unspecializable(config, refuse)
@@ -187,9 +161,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     tight = arch.regs_per_sm // (threads * max(config.min_blocks, 1)) <= TIGHT_REGISTERS
     if q_steps and tight and not config.specialize:  # (the q role holds no output)
         q_steps = spec.latent_dim // 16 // cols  # the rope k steps from shared memory
-    if config.swap_rows:  # q^T B fragments, 2 registers a k step, all in registers
-        q_steps = warp_k
-    q_registers = (2 if config.swap_rows else warp_m * 4) * q_steps
+    q_registers = warp_m * 4 * q_steps
     q_col = min(q_steps * cols * 16, spec.head_dim)  # the first column of q in shared memory
     q_chunks = (spec.head_dim - q_col) // 8
     q_bytes = m_tiles * 16 * (q_chunks if q_chunks % 2 or not q_chunks else q_chunks + 1) * 16
@@ -210,18 +182,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         )
     o_tiles = spec.latent_dim // 8 // cols
     n_tiles = config.block_n // 8
-    if config.swap_rows:  # halves of the row path's fragments: n8 instead of m16
-        registers = (
-            o_tiles * 2  # the output accumulator: m16 tiles of output dims x 8 rows
-            + (2 if config.qk_ahead else 1) * n_tiles * 2  # scores (and the next tile's)
-            + n_tiles  # P^T fragments
-            + q_registers
-            + 4  # K/V fragments
-            + 4  # row states
-            + REGISTER_OVERHEAD
-        )
-    else:
-        registers = _row_registers(config, warp_m, o_tiles, n_tiles, q_registers)
+    registers = _row_registers(config, warp_m, o_tiles, n_tiles, q_registers)
     return MMALayout(
         rows=rows,
         m_tiles=m_tiles,
@@ -236,7 +197,6 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         score_bytes=score_bytes,
         dynamic_smem=max(smem, combine_smem(threads)),
         registers_estimate=registers,
-        swapped=bool(config.swap_rows),
         ring_bytes=ring_bytes,
     )
 
@@ -246,7 +206,7 @@ def _refuse_unringable(config: Config, refuse) -> None:
     with the split softmax (its barrier after the softmax keeps a row group's next partial scores
     off those its slower warps still read: without it they raced, racecheck's scheduling showed),
     and a copy lead of at least one tile."""
-    for field in ("swap_rows", "specialize", "qk_ahead"):
+    for field in ("specialize", "qk_ahead"):
         if getattr(config, field):
             refuse(field, "ring_slack takes the row path's loop without it: take 0")
     if not config.split_softmax:
@@ -267,8 +227,6 @@ def _refuse_unspecializable(config: Config, refuse) -> None:
         refuse("split_softmax", "specialize's softmax role shares P through shared memory: take 1")
     if config.qk_ahead:
         refuse("qk_ahead", "specialize computes q.K^T ahead in a role of its own: take 0")
-    if config.swap_rows:
-        refuse("swap_rows", "specialize takes the row path: swap_rows = 0")
     if config.smem_stages < 3:
         refuse(
             "smem_stages",

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from kgen.dtypes import DTYPES
-from kgen.params import Params
+from kgen.params import ConfigError, Params, Removed, accepts_former_names
 
 MAX_SPLITS = 1024  # the fused combine keeps a row's split weights in shared memory
 
@@ -86,13 +86,14 @@ def head_groups_of(spec: Spec, config: Config) -> int:
     return -(-spec.heads // config.heads_per_block)
 
 
+@accepts_former_names
 @dataclass(frozen=True)
 class Config(Params):
     """A design point.
 
     heads_per_block: heads one block serves (with all q_len rows), so a KV tile read once serves
       them all: 1 = most blocks and most re-reads, heads = fully amortised. It divides heads,
-      except on the mma row path (no swap_rows, no specialize), where the last head group may
+      except on the mma row path (no specialize), where the last head group may
       hold fewer heads: its block's other rows compute nothing anyone reads (e.g. 48-row 12-warp
       blocks at H = 128: head groups of 48, 48 and 32 heads).
     kv_splits: KV split count (flash-decoding), at most MAX_SPLITS; the splits of a group merge
@@ -115,17 +116,10 @@ class Config(Params):
       1 gives each thread the registers the code needs; N > 1 caps them at 1/N of the register file.
     qk_ahead: mma only: 1 computes q.K of the next KV tile beside the softmax and P.V of this one
       (independent work for each warp to overlap, one barrier per tile; needs smem_stages >= 3).
-    split_reduce: mma only: 1 splits the sum of the column groups' partial scores between the
-      warps of a row group (each sums a slice once, one more barrier) instead of every warp summing
-      all of them for its rows; needs col_groups > 1.
     split_softmax: mma only: 1 splits the whole softmax of a tile between the warps of a row group
       (each sums, masks and exponentiates a slice of the scores once) and shares P through shared
       memory, instead of every warp computing the softmax of all its rows' scores; needs
-      col_groups > 1, excludes split_reduce (it sums the partials in its slices already).
-    swap_rows: mma only: 1 puts the block's query rows on the n8 side of both products
-      (S^T = K.q^T, O^T = V^T.P^T) instead of padding them to m16 tiles: half the MMAs and
-      accumulator registers for a block of at most 8 rows (H = 8 decode); needs mask 'none',
-      num_warps == col_groups, no split softmax or split reduce.
+      col_groups > 1.
     pdl_combine: mma and tiled, sm_90 or later: 1 merges the split-KV partials in a kernel of their
       own (templates/mla/combine_kernel.cuh), launched after the attention kernel with programmatic
       dependent launch, instead of inside it: the attention kernel carries no merge code (its
@@ -135,16 +129,26 @@ class Config(Params):
       the first num_warps / 2 copy the KV tiles and compute q.K^T's partial scores, the others run
       the softmax and P.V a tile behind, so that the two phases of consecutive tiles overlap on
       different warps; each role is one row group of col_groups = num_warps / 2 warps. Needs
-      split_softmax and smem_stages >= 3, excludes qk_ahead and swap_rows. Measured on the H200:
+      split_softmax and smem_stages >= 3, excludes qk_ahead. Measured on the H200:
       a few percent faster on memory-bound decode (H <= 16, H = 64 at B = 1), a third slower on
       the compute-bound shapes (bench/RESULTS.md, sixteenth and seventeenth sessions).
-    ring_slack: mma row path with split_softmax (no swap_rows, specialize or qk_ahead): 0 keeps
-      the block's warps in step with a block barrier a KV tile; k >= 1 synchronises the tile ring
-      with a barrier a stage instead (mbarrier: each thread's copies arrive as they land, each
-      warp when done with the tile), so the block's row groups may run up to k tiles apart, the
-      copies leading by smem_stages - 1 - k tiles (at least 1). For blocks of several row groups
-      (12 warps).
+    ring_slack: mma row path with split_softmax (no specialize or qk_ahead): 0 keeps the block's
+      warps in step with a block barrier a KV tile; 1 synchronises the tile ring with a barrier a
+      stage instead (mbarrier: each thread's copies arrive as they land, each warp when done with
+      the tile), so the block's row groups may run a tile apart, the copies leading by
+      smem_stages - 2 tiles (at least 1). For blocks of several row groups (12 warps).
     """
+
+    FORMER_NAMES = {
+        "swap_rows": Removed(
+            "the swapped-rows kernel body was removed: no shipped entry, default or measured "
+            "winner took it; blocks of at most 8 rows take the row body"
+        ),
+        "split_reduce": Removed(
+            "the split reduce was removed: no shipped entry, default or measured winner took "
+            "it; take split_softmax=1 (the split softmax sums the partials in its slices) or 0"
+        ),
+    }
 
     heads_per_block: int = 1
     kv_splits: int = 1
@@ -156,9 +160,7 @@ class Config(Params):
     col_groups: int = 4
     min_blocks: int = 0
     qk_ahead: int = 0
-    split_reduce: int = 0
     split_softmax: int = 0
-    swap_rows: int = 0
     pdl_combine: int = 0
     specialize: int = 0
     ring_slack: int = 0
@@ -182,12 +184,15 @@ class Config(Params):
         self._require_int("col_groups", 1, 32)
         self._require_int("min_blocks", 0, 32)
         self._require_int("qk_ahead", 0, 1)
-        self._require_int("split_reduce", 0, 1)
         self._require_int("split_softmax", 0, 1)
-        self._require_int("swap_rows", 0, 1)
         self._require_int("pdl_combine", 0, 1)
         self._require_int("specialize", 0, 1)
-        self._require_int("ring_slack", 0, 6)
+        if isinstance(self.ring_slack, int) and self.ring_slack > 1:
+            raise ConfigError(
+                f"Config.ring_slack={self.ring_slack!r}: slack beyond one tile was removed (no "
+                "shipped entry, default or measured winner took it); take 1 (or 0)"
+            )
+        self._require_int("ring_slack", 0, 1)
 
     def short_name(self) -> str:
         name = (
@@ -200,12 +205,8 @@ class Config(Params):
             return f"{name}_tiled" + ("_pc" if self.pdl_combine else "")
         blocks = f"_mb{self.min_blocks}" if self.min_blocks else ""
         ahead = "_qa" if self.qk_ahead else ""
-        reduce = "_sr" if self.split_reduce else ""
         softmax = "_ss" if self.split_softmax else ""
-        swap = "_sw" if self.swap_rows else ""
         pdl = "_pc" if self.pdl_combine else ""
         roles = "_ws" if self.specialize else ""
         ring = f"_rs{self.ring_slack}" if self.ring_slack else ""
-        return (
-            f"{name}_mma_c{self.col_groups}{blocks}{ahead}{reduce}{softmax}{swap}{pdl}{roles}{ring}"
-        )
+        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{softmax}{pdl}{roles}{ring}"

@@ -26,14 +26,12 @@ MMA_AXES = {
     "col_groups": (1, 32, "warps that share a block's rows and split its output columns"),
     "min_blocks": (0, 32, "blocks per SM the registers must allow (0: ptxas decides)"),
     "qk_ahead": (0, 1, "1 = q.K of the next tile beside softmax and P.V of this one"),
-    "split_reduce": (0, 1, "1 = the column groups' partial scores summed once, a slice per warp"),
     "split_softmax": (
         0,
         1,
         "1 = each tile's softmax split in slices between a row group's warps, P shared through "
         "shared memory",
     ),
-    "swap_rows": (0, 1, "1 = the rows (at most 8) on the n8 side of both products, not m16"),
     "pdl_combine": (
         0,
         1,
@@ -43,10 +41,17 @@ MMA_AXES = {
     "specialize": (0, 1, "1 = warps in two roles: q.K^T and the copies, softmax and P.V behind"),
     "ring_slack": (
         0,
-        6,
-        "k >= 1 = the KV tile ring on a barrier a stage (three-row 12-warp blocks): row groups up "
-        "to k tiles apart",
+        1,
+        "1 = the KV tile ring on a barrier a stage (three-row 12-warp blocks): row groups up to a "
+        "tile apart",
     ),
+}
+# Flags of axes that were removed: refused with what to do instead
+REMOVED_FLAGS = {
+    "--swap-rows": "the swapped-rows kernel body was removed (no shipped entry, default or "
+    "measured winner took it): drop the flag",
+    "--split-reduce": "the split reduce was removed (no shipped entry, default or measured "
+    "winner took it): drop the flag (--split-softmax 0 1 sweeps the softmax)",
 }
 # A single shape's options, with their defaults: given with --grid they would be ignored.
 SHAPE_DEFAULTS = {
@@ -105,6 +110,13 @@ def _tile(low_stages: int):
         return pair
 
     return parse
+
+
+class _RemovedFlag(argparse.Action):
+    """A flag of a removed axis: refused in one line saying what to do instead."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"argument {option_string}: {REMOVED_FLAGS[option_string]}")
 
 
 def add_sweep_parser(commands) -> None:
@@ -174,6 +186,8 @@ def add_sweep_parser(commands) -> None:
             default=list(getattr(Axes(), field)),
             help=f"mma axis values: {help}",
         )
+    for flag in REMOVED_FLAGS:
+        p.add_argument(flag, nargs="*", action=_RemovedFlag, help=argparse.SUPPRESS)
     p.add_argument(
         "--mma-tiles",
         type=_tile(0),

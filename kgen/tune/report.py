@@ -107,12 +107,11 @@ def write_csv(report: dict, path: Path) -> None:
 
 
 def config_name(c: dict, splits: bool = True) -> str:
-    """hb8 s16 v8 st2 w4 n32 [mma c4 [mb1] [qa] [sr] [ss] [sw] [pc] [ws] [rs1]]: heads_per_block,
-    kv_splits, vec_width, stages, warps, block_n [, tensor-core path with col_groups
-    [, min_blocks] [, q.K ahead] [, split reduce] [, split softmax] [, swapped rows] [, PDL merge]
-    [, warps in two roles] [, ring slack]]. A sparse config: hb16 s4 n16 st3 g16 w4 c4 sha|reg
-    [mb1] [pc] [ss] (gather_bytes, where fp8 is dequantized, min_blocks, PDL merge, split
-    softmax)."""
+    """hb8 s16 v8 st2 w4 n32 [mma c4 [mb1] [qa] [ss] [pc] [ws] [rs1]]: heads_per_block, kv_splits,
+    vec_width, stages, warps, block_n [, tensor-core path with col_groups [, min_blocks]
+    [, q.K ahead] [, split softmax] [, PDL merge] [, warps in two roles] [, ring slack]]. A sparse
+    config: hb16 s4 n16 st3 g16 w4 c4 sha|reg [mb1] [pc] [ss] (gather_bytes, where fp8 is
+    dequantized, min_blocks, PDL merge, split softmax)."""
     split = f" s{c['kv_splits']}" if splits else ""
     if "dequant" in c:
         return (
@@ -126,9 +125,7 @@ def config_name(c: dict, splits: bool = True) -> str:
     if c.get("compute") == "mma":
         axes = f" mma c{c['col_groups']}" + (f" mb{c['min_blocks']}" if c.get("min_blocks") else "")
         axes += " qa" if c.get("qk_ahead") else ""
-        axes += " sr" if c.get("split_reduce") else ""
         axes += " ss" if c.get("split_softmax") else ""
-        axes += " sw" if c.get("swap_rows") else ""
     axes += " pc" if c.get("pdl_combine") else ""
     axes += " ws" if c.get("specialize") else ""
     axes += f" rs{c['ring_slack']}" if c.get("ring_slack") else ""

@@ -39,17 +39,15 @@ class Axes:
     col_groups: tuple[int, ...] = (2, 4, 8)
     min_blocks: tuple[int, ...] = (0, 1)
     qk_ahead: tuple[int, ...] = (0, 1)
-    split_reduce: tuple[int, ...] = (0,)
     split_softmax: tuple[int, ...] = (0, 1)
-    swap_rows: tuple[int, ...] = (0, 1)
     pdl_combine: tuple[int, ...] = (0,)  # opt-in (kgen sweep --pdl-combine 0 1): sm_90 and later
     specialize: tuple[int, ...] = (0, 1)
     # mma: also 12-warp blocks of three 16-row groups (4 column groups each) where the rows of
     # 48 / q_len heads (a ragged last head group where they do not divide H) or of a divisor of
     # H make three m16 tiles: what fits sm_120 at 12 warps an SM (kgen.mla.heuristic)
     three_row_groups: tuple[int, ...] = (0, 1)
-    # their KV tile ring on a block barrier a tile (0) or a barrier a stage, row groups up to k
-    # tiles apart (opt-in: kgen sweep --ring-slack 0 1 2)
+    # their KV tile ring on a block barrier a tile (0) or a barrier a stage, row groups up to a
+    # tile apart (opt-in: kgen sweep --ring-slack 0 1)
     ring_slack: tuple[int, ...] = (0,)
 
 
@@ -231,9 +229,7 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                 col_groups=c,
                 min_blocks=b,
                 qk_ahead=a,
-                split_reduce=r,
                 split_softmax=f,
-                swap_rows=sw,
                 pdl_combine=pc,
                 specialize=ws,
             )
@@ -245,15 +241,11 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
             for b in axes.min_blocks
             for a in axes.qk_ahead
             if st >= 3 or not a
-            for r in axes.split_reduce
-            if c > 1 or not r
             for f in axes.split_softmax
-            if (c > 1 and not r) or not f
-            for sw in axes.swap_rows
-            if not sw or (c == w and not r and not f and h * spec.q_len <= 8 and spec.masks_nothing)
+            if c > 1 or not f
             for pc in axes.pdl_combine
             for ws in axes.specialize
-            if not ws or (2 * c == w and f and not a and not sw and st >= 3)
+            if not ws or (2 * c == w and f and not a and st >= 3)
         ]
         if 1 in axes.three_row_groups:
             configs += [

@@ -96,8 +96,6 @@ static_assert(O_TILES % 2 == 0 && O_TILES * 8 * COL_GROUPS == LATENT_DIM, "colum
 static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 64, "BLOCK_N: a multiple of 16, at most 64");
 static_assert(STAGES >= 2, "the mma path pipelines KV tiles with cp.async");
 static_assert(!QK_AHEAD || STAGES >= 3, "q.K ahead keeps two tiles resident while the next loads");
-static_assert(!SPLIT_REDUCE || COL_GROUPS > 1, "split reduce sums the partials of several column groups");
-static_assert(!(SPLIT_REDUCE && SPLIT_SOFTMAX), "split softmax sums the partials in its slices already");
 static_assert(MAIN_SMEM == SMEM_BYTES, "shared-memory layout differs from kgen.mla.mma_layout");
 static_assert(COPY_LEAD >= 1, "RING_SLACK: at most smem_stages - 2");
 static_assert(!RING_SLACK || (!QK_AHEAD && !SPECIALIZE && SPLIT_SOFTMAX),
@@ -433,19 +431,6 @@ __device__ __forceinline__ bool visible(int n, int end, int prefix, bool valid, 
 
 namespace mla {
 
-// With SPLIT_REDUCE: the warps of a row group sum its partial scores once, an item (float2 pair of
-// columns) at a time, scaled into log2 units, into column group 0's slot. Every partial is whole
-// (a barrier before); the sums are read after the next one.
-__device__ __forceinline__ void reduce_partials(float* partials, float scale_log2, const Lane& ln) {
-#pragma unroll
-  for (int k = 0; k < ITEMS; ++k) {
-    if (!Items::live(k, ln)) continue;
-    float* at = partials + Items::row(k, ln) * S_STRIDE + Items::col(k, ln);
-    const float2 sum = partial_sum(at);
-    *reinterpret_cast<float2*>(at) = make_float2(sum.x * scale_log2, sum.y * scale_log2);
-  }
-}
-
 // 2. Whole scores of this warp's rows from the partials, masked; online softmax; P as A fragments
 // (o rescaled when a row's max rose). DRAFTS = false: the tile holds no draft position.
 template <bool DRAFTS>
@@ -459,15 +444,9 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const float* parti
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const float* partial = partials + frag_row(ln.rg, i, h, ln.g) * S_STRIDE + 8 * j + 2 * ln.qd;
-        if constexpr (SPLIT_REDUCE) {  // summed and scaled by reduce_partials
-          const float2 sum = *reinterpret_cast<const float2*>(partial);
-          s[i][j][2 * h] = sum.x;
-          s[i][j][2 * h + 1] = sum.y;
-        } else {
-          const float2 sum = partial_sum(partial);
-          s[i][j][2 * h] = sum.x * p.scale_log2;
-          s[i][j][2 * h + 1] = sum.y * p.scale_log2;
-        }
+        const float2 sum = partial_sum(partial);
+        s[i][j][2 * h] = sum.x * p.scale_log2;
+        s[i][j][2 * h + 1] = sum.y * p.scale_log2;
       }
   // Positions past the split, rows past ROWS and draft positions a row does not see: -inf.
   const bool whole = start + BLOCK_N <= prefix && count == BLOCK_N;

@@ -1,5 +1,5 @@
 // The kernel entry of the row path (rows on the m16 side of both products): the pipeline over
-// the helpers of mla/mma/attention.cuh. (Swapped-rows blocks have their own: mla/mma/swapped.cuh.)
+// the helpers of mla/mma/attention.cuh.
 
 extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_attention(const mla::Params p) {
   using namespace mla;
@@ -151,10 +151,6 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
         } else {
           any_bad = __syncthreads_or(scan_tile(tile, start, end, prefix, bad));
         }
-      }
-      if constexpr (SPLIT_REDUCE) {
-        reduce_partials(partials, p.scale_log2, ln);
-        row_group_sync_or(false, ln);  // every slice of the group summed
       }
       PFrags pa;
       if constexpr (SPLIT_SOFTMAX) {

@@ -16,10 +16,9 @@ constexpr int ITEMS = (GROUP_PAIRS + GROUP_LANES - 1) / GROUP_LANES;
 static_assert(!SPLIT_SOFTMAX || 32 % PAIRS_PER_ROW == 0, "a row's position pairs in one warp");
 
 // A row group's (row, position pair) items of a tile, dealt to its lanes: item k of a lane is
-// index(k); a row's BLOCK_N / 2 pairs are consecutive lanes of one warp. (The dense family's
-// SPLIT_REDUCE sums the partials of its items; SPLIT_SOFTMAX computes their softmax.) At
-// 16-position tiles a warp holds four rows of 8 lanes; with one row group they are dealt 0, 2, 1,
-// 3 (lane bits 3 and 4 swapped), so each half-warp reads the partial scores of rows two apart,
+// index(k); a row's BLOCK_N / 2 pairs are consecutive lanes of one warp. At 16-position tiles a
+// warp holds four rows of 8 lanes; with one row group they are dealt 0, 2, 1, 3 (lane bits 3 and
+// 4 swapped), so each half-warp reads the partial scores of rows two apart,
 // whose banks do not overlap (rows 0 and 1, S_STRIDE = 24 floats apart, share 8 banks: twice the
 // ideal wavefronts). Measured on the H200: 1-2% faster on the 16-position entries
 // (bench/RESULTS.md, thirty-third session); with three row groups the 12-warp block spilled 4 B on
