@@ -1,26 +1,20 @@
-"""The default sparse design point (no tuned one exists yet): a rule of thumb over the layout
-model, so it respects the arch's shared memory (sm_120: 99 KB per block) and register file.
+"""The default sparse design point where no tuned one exists: a rule table over the layout model,
+so it respects the arch's shared memory and register file.
 
-For an fp8 cache, the dequantization in registers with 32-row tiles, else 16-row ones, else (and
-for a bf16 cache) the deepest cp.async pipeline of 16-row tiles; for each, the most heads per
-block up to two m16 tiles (BLOCK_H <= 32: a gathered tile serves 32 heads), then fewer, never
-fewer than 16 where there are 16 (a padded m16 tile); 8 warps past 16 heads. Of those, the first
-that leaves 8 warps per SM resident (sm_120: a 4-warp block must share its SM) and whose grid,
-with splits of two tiles, reaches half the SMs (small batches: 16-head blocks rather than idle
-SMs); then as many splits of the top-k list as one wave of blocks holds, at least two tiles each
-unless that leaves over half the SMs idle; the PDL merge wherever the arch has it; and the split
-softmax where a split holds at least SPLIT_SOFTMAX_TILES tiles.
-
-Measured on the H200 (sweep of the ten sparse grid cases, 2026-11-30,
-bench/results/h200-2026-11-30k-sparse): register dequantization won every case, the old default
-(shared, 4 stages) was 14-63% slower than each winner; at B = 1 the winners fill the SMs, one
-block each, with 1-2 tiles per split (H = 64: 16-head blocks x 32 splits 16.7 us, 32-head blocks
-x 32 splits 19.1, x 64 splits 18.6; H = 16: 64-128 splits of one tile 15.1-15.2 us, 32 splits 16.0).
+Candidates: each of PIPELINES that the cache format takes, best first, with the most heads per
+block up to two m16 tiles (a gathered tile serves them all), then fewer, never fewer than 16
+where there are 16 (a padded m16 tile); 8 warps past 16 heads. Of those the layout model takes,
+PREFERENCES keep in turn the ones each holds for (where it holds for any), and the first left
+is the block; then as many splits of the top-k list as one wave of blocks holds, the PDL merge
+wherever the arch has it, and the split softmax where a split holds SPLIT_SOFTMAX_TILES tiles.
+PIPELINES and each preference name the lines of docs/decisions.md that hold their evidence.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from kgen.arch import Arch
 from kgen.mla.layout import ConfigError
@@ -30,25 +24,76 @@ from kgen.mla.sparse.spec import SparseConfig, SparseSpec
 MAX_M_TILES = 2
 REGISTER_LIMIT = 255  # past the estimate's reach of one thread: spills
 MIN_WARPS_PER_SM = 8
-MIN_TILES_PER_SPLIT = 2  # shorter splits cost more in pipeline fill and combine than they add,
+MIN_TILES_PER_SPLIT = 2  # shorter splits cost more in pipeline fill and merge than they add,
 # unless the grid leaves over half the SMs idle without them
 SPLIT_LIMIT = 64  # the default's own cap (kgen.mla.spec.MAX_SPLITS bounds any config)
 SPLIT_SOFTMAX_TILES = 4  # tiles per split from which the split softmax pays for its barrier
 
+# (dequant, smem_stages, block_n, the cache formats it serves), best first; min_blocks 1 for all
+# (docs/decisions.md: register dequantization; sparse min_blocks)
+PIPELINES = (
+    ("registers", 2, 32, ("fp8",)),
+    ("registers", 2, 16, ("fp8",)),
+    ("shared", 4, 16, ("fp8", "bf16")),
+    ("shared", 3, 16, ("fp8", "bf16")),
+    ("shared", 2, 16, ("fp8", "bf16")),
+)
 
-def _pipelines(spec: SparseSpec) -> list[tuple[str, int, int]]:
-    """(dequant, smem_stages, block_n), best first."""
-    shared = [("shared", stages, 16) for stages in (4, 3, 2)]
-    registers = [("registers", 2, 32), ("registers", 2, 16)] if spec.kv_format == "fp8" else []
-    return registers + shared
+
+@dataclass(frozen=True)
+class Facts:
+    """What the rules read: the op, the arch, the batch and the SMs it runs on."""
+
+    spec: SparseSpec
+    arch: Arch
+    batch: int
+    sm_count: int
+
+    def warps_per_sm(self, layout) -> int:
+        occupancy = self.arch.occupancy(
+            layout.threads, layout.registers_estimate, layout.dynamic_smem
+        )
+        return occupancy.warps_per_sm
+
+    def blocks(self, config: SparseConfig) -> int:
+        """Blocks of one split: one per query token and head group."""
+        return max(1, self.batch * self.spec.q_len * (self.spec.heads // config.heads_per_block))
+
+    def most_splits(self, config: SparseConfig) -> int:
+        """Splits of the top-k list with MIN_TILES_PER_SPLIT tiles each (at least one split)."""
+        return max(1, math.ceil(self.spec.topk / config.block_n) // MIN_TILES_PER_SPLIT)
+
+
+@dataclass(frozen=True)
+class Preference:
+    """What the block should have where some candidate has it."""
+
+    name: str
+    holds: Callable[[Facts, SparseConfig, object], bool]  # (facts, config, layout)
+    evidence: str  # the names of its lines in docs/decisions.md, ";" between them
+
+
+PREFERENCES = (
+    Preference(
+        "eight warps an SM",
+        lambda facts, config, layout: facts.warps_per_sm(layout) >= MIN_WARPS_PER_SM,
+        evidence="eight warps an SM",
+    ),
+    Preference(
+        "half the SMs busy at splits of two tiles",
+        lambda facts, c, layout: 2 * facts.blocks(c) * facts.most_splits(c) >= facts.sm_count,
+        evidence="small batches",
+    ),
+)
 
 
 def _candidates(spec: SparseSpec):
-    """Best first: each pipeline with the most heads per block, then fewer."""
     least = min(16, spec.heads)  # a padded m16 tile only where there are fewer than 16 heads
     divisors = [d for d in range(spec.heads, least - 1, -1) if spec.heads % d == 0]
     head_counts = [d for d in divisors if math.ceil(d / 16) <= MAX_M_TILES]
-    for dequant, stages, block_n in _pipelines(spec):
+    for dequant, stages, block_n, formats in PIPELINES:
+        if spec.kv_format not in formats:
+            continue
         for hpb in head_counts:
             yield SparseConfig(
                 heads_per_block=hpb,
@@ -57,14 +102,14 @@ def _candidates(spec: SparseSpec):
                 num_warps=8 if hpb > 16 else 4,
                 col_groups=4,
                 dequant=dequant,
-                min_blocks=1,  # ptxas left alone spills 12 B at hb16 n16 on sm_90 (168 registers)
+                min_blocks=1,
             )
 
 
 def default_sparse_config(spec: SparseSpec, batch: int, arch: Arch, sm_count: int) -> SparseConfig:
-    """The first candidate that fits `arch` with MIN_WARPS_PER_SM resident and fills half the SMs
-    (else the first with those warps, else the first that fits), then as many splits of the top-k
-    list as one wave of blocks holds, and no more."""
+    """The first candidate that fits `arch` after PREFERENCES, then as many splits of the top-k
+    list as one wave of blocks holds, and no more (docs/decisions.md: one wave)."""
+    facts = Facts(spec, arch, batch, sm_count)
     fitting = []
     for config in _candidates(spec):
         try:
@@ -75,56 +120,26 @@ def default_sparse_config(spec: SparseSpec, batch: int, arch: Arch, sm_count: in
             fitting.append((config, layout))
     if not fitting:
         raise ConfigError(f"no default sparse config fits {spec.short_name()} on {arch.name}")
-
-    def warps(layout) -> int:
-        occupancy = arch.occupancy(layout.threads, layout.registers_estimate, layout.dynamic_smem)
-        return occupancy.warps_per_sm
-
-    resident = [(c, lay) for c, lay in fitting if warps(lay) >= MIN_WARPS_PER_SM] or fitting
-    filling = [(c, lay) for c, lay in resident if 2 * _most_blocks(spec, batch, c) >= sm_count]
-    config, layout = (filling or resident)[0]
+    for preference in PREFERENCES:
+        fitting = [(c, lay) for c, lay in fitting if preference.holds(facts, c, lay)] or fitting
+    config, layout = fitting[0]
     occupancy = arch.occupancy(layout.threads, layout.registers_estimate, layout.dynamic_smem)
     wave = sm_count * max(1, occupancy.blocks_per_sm)  # blocks resident at once
-    blocks = _blocks(spec, batch, config)
-    most = _most_splits(spec, config)
-    if 2 * blocks * most < sm_count:  # splits of one tile rather than idle SMs
+    blocks = facts.blocks(config)
+    most = facts.most_splits(config)
+    if (
+        2 * blocks * most < sm_count
+    ):  # one-tile splits, not idle SMs (docs/decisions.md: small batches)
         most = math.ceil(spec.topk / config.block_n)
-    # As kgen.mla.heuristic: as many splits as fit in one wave, never more; a few blocks past a
-    # wave cost a second one (measured on the dense family, H200 sweep 2026-11-30d: 4 splits of
-    # 32 blocks on 132 SMs 145 us, 5 splits 241 us).
     splits = min(most, max(1, wave // blocks), SPLIT_LIMIT)
-    # The split-KV merge in a kernel of its own wherever the arch has it, as the dense default:
-    # on the H200 the ten sparse grid cases' defaults took 1-13% less time with it, on the H200's
-    # own defaults and on sm_120's at sm_120's occupancy (bench/RESULTS.md, twentieth session);
-    # with one split there is no merge, and the kernel without the fused merge's code is still
-    # 1% faster.
-    pdl = int(arch.has_pdl)
-    config = SparseConfig(**{**config.to_dict(), "kv_splits": splits, "pdl_combine": pdl})
-    # The softmax split between a row group's warps (one barrier more per tile, a quarter of the
-    # exponentials and partial-score loads per warp): measured on the H200 at sm_120's occupancy,
-    # 0.4-7% faster on the seven grid cases whose splits hold 16-128 tiles, 0.4-1.1% slower on the
-    # three B = 1 ones (splits of 2 tiles; bench/RESULTS.md, twenty-first session).
+    # the merge in a kernel of its own where the arch has it (docs/decisions.md: sparse pdl merge)
+    config = replace(config, kv_splits=splits, pdl_combine=int(arch.has_pdl))
     tiles = math.ceil(math.ceil(spec.topk / config.block_n) / splits)
-    if tiles >= SPLIT_SOFTMAX_TILES:
-        split = SparseConfig(**{**config.to_dict(), "split_softmax": 1})
+    if tiles >= SPLIT_SOFTMAX_TILES:  # (docs/decisions.md: sparse split softmax)
+        split = replace(config, split_softmax=1)
         try:
             sparse_layout_for(spec, split, arch)  # its P buffer must fit too
             config = split
         except ConfigError:
             pass
     return config
-
-
-def _blocks(spec: SparseSpec, batch: int, config: SparseConfig) -> int:
-    """Blocks of one split: one per query token and head group."""
-    return max(1, batch * spec.q_len * (spec.heads // config.heads_per_block))
-
-
-def _most_splits(spec: SparseSpec, config: SparseConfig) -> int:
-    """Splits of the top-k list with MIN_TILES_PER_SPLIT tiles each (at least one split)."""
-    return max(1, math.ceil(spec.topk / config.block_n) // MIN_TILES_PER_SPLIT)
-
-
-def _most_blocks(spec: SparseSpec, batch: int, config: SparseConfig) -> int:
-    """Blocks of the grid with splits of MIN_TILES_PER_SPLIT tiles."""
-    return _blocks(spec, batch, config) * _most_splits(spec, config)
