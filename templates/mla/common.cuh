@@ -22,8 +22,8 @@ static_assert(MASK_KIND == MASK_NONE || MASK_KIND == MASK_CAUSAL || MASK_KIND ==
 
 // The grid: blockIdx.x the head group, blockIdx.y the KV split (or, in mla_combine, the row and
 // column chunk), blockIdx.z the sequence. So a split's head groups are neighbours in dispatch
-// order and read each KV tile at about the same time: measured on the H200 (twenty-sixth
-// session), the B = 1 decode cases 2.5-3.5% faster than with the split as x, the others level.
+// order and read each KV tile at about the same time: on the H200 the B = 1 decode cases ran
+// 2.5-3.5% faster than with the split as x, the others level (docs/decisions.md: grid order).
 __device__ __forceinline__ int head_group() { return blockIdx.x; }
 
 // Row r of a block (r = t * HEADS_PER_BLOCK + local head) in q, out and lse.
