@@ -30,8 +30,10 @@ CONFIG_FIELDS = [f.name for f in dataclasses.fields(Config)]
 
 
 def config_of(row: dict) -> Config:
-    fields = {k: row[k] for k in CONFIG_FIELDS if row.get(k) not in (None, "")}
-    return Config.from_dict({k: v if k == "compute" else int(v) for k, v in fields.items()})
+    """The Config of a results.csv row (of this kgen's sweep, or an older one's former names)."""
+    names = [*CONFIG_FIELDS, *Config.FORMER_NAMES]
+    fields = {k: row[k] for k in names if row.get(k) not in (None, "")}
+    return Config.from_dict({k: int(v) if v.isdigit() else v for k, v in fields.items()})
 
 
 _NAME_FIELDS = {
@@ -42,12 +44,13 @@ _NAME_FIELDS = {
     "n": "block_n",
     "c": "col_groups",
     "mb": "min_blocks",
+    "rs": "ring_slack",
 }
-_NAME_FLAGS = {
-    "qa": "qk_ahead",
-    "ss": "split_softmax",
-    "pc": "pdl_combine",
-    "ws": "specialize",
+_NAME_FLAGS = {  # a short name's flag -> the field and its value
+    "qa": ("qk_ahead", 1),
+    "ss": ("softmax", "split"),
+    "pc": ("merge", "pdl"),
+    "ws": ("body", "specialized"),
 }
 
 
@@ -58,7 +61,8 @@ def config_named(name: str, kv_splits: int) -> Config:
         if token in COMPUTES:
             fields["compute"] = token
         elif token in _NAME_FLAGS:
-            fields[_NAME_FLAGS[token]] = 1
+            field, value = _NAME_FLAGS[token]
+            fields[field] = value
         else:
             key = token.rstrip("0123456789")
             fields[_NAME_FIELDS[key]] = int(token[len(key) :])

@@ -5,7 +5,7 @@ candidates), checked against the float64 oracle and timed with the current code,
 re-recorded (new code stamp, new trials) in --db. Far cheaper than a full sweep; it finds no new
 configs. `--record` records the winners of an earlier run's DIR/<case>/results.json instead
 (where the device's database did not come back, say). `--open AXIS=V,V` sweeps those values of
-an axis instead of the shipped one (e.g. `--open pdl_combine=0,1 --open min_blocks=1,3`,
+an axis instead of the shipped one (e.g. `--open merge=fused,pdl --open min_blocks=1,3`,
 `--open mma_stage_tiles=2x16,3x16` for (stages, block_n) pairs; for the sparse family, those of
 its axes).
 
@@ -51,9 +51,10 @@ def pinned_axes(config: Config) -> Axes:
         col_groups=(config.col_groups,),
         min_blocks=(config.min_blocks,),
         qk_ahead=(config.qk_ahead,),
-        split_softmax=(config.split_softmax,),
-        pdl_combine=(config.pdl_combine,),
-        specialize=(config.specialize,),
+        softmax=(config.softmax,),
+        merge=(config.merge,),
+        body=(config.body,),
+        ring_slack=(config.ring_slack,),
     )
 
 
@@ -69,7 +70,8 @@ def pinned_sparse_axes(config: SparseConfig) -> SparseAxes:
         gather_bytes=(config.gather_bytes,),
         dequant=(config.dequant,),
         min_blocks=(config.min_blocks,),
-        pdl_combine=(config.pdl_combine,),
+        merge=(config.merge,),
+        softmax=(config.softmax,),
     )
 
 
@@ -93,13 +95,18 @@ def first_default(case, arch: str, sms: int):
 
 
 def parse_open(items: list[str]) -> dict:
-    """`AXIS=V,V` items -> {axis: (V, V)} (integer axes; `SxN` values are (S, N) pairs, as
-    mma_stage_tiles=2x16,3x16 for (stages, block_n))."""
+    """`AXIS=V,V` items -> {axis: (V, V)} (integers where they are, names as merge=fused,pdl;
+    `SxN` values are (S, N) pairs, as mma_stage_tiles=2x16,3x16 for (stages, block_n))."""
     opened = {}
     for item in items:
         axis, _, values = item.partition("=")
         opened[axis] = tuple(
-            tuple(int(x) for x in v.split("x")) if "x" in v else int(v) for v in values.split(",")
+            tuple(int(x) for x in v.split("x"))
+            if "x" in v and v[0].isdigit()
+            else int(v)
+            if v.isdigit()
+            else v
+            for v in values.split(",")
         )
     return opened
 

@@ -119,7 +119,7 @@ def traced(program, config):
     source = program.source
     anchor, new = EDITS[0]
     source = source.replace(anchor, new, 1)  # kgen_stamp defined before its first use
-    for anchor, new in (*EDITS[1:], *(() if config.pdl_combine else COMBINE_EDITS)):
+    for anchor, new in (*EDITS[1:], *(() if config.merge == "pdl" else COMBINE_EDITS)):
         assert source.count(anchor) == 1, f"trace anchor not found once: {anchor!r}"
         source = source.replace(anchor, new)
     return replace(program, name=program.name + "_trace", source=source)

@@ -273,7 +273,7 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     num_warps=16,
                     col_groups=4,
                     min_blocks=1,
-                    split_softmax=1,
+                    softmax="split",
                 ),
             ),
             (
@@ -290,7 +290,7 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     num_warps=8,
                     col_groups=4,
                     min_blocks=1,
-                    split_softmax=1,
+                    softmax="split",
                 ),
             ),
             (
@@ -307,7 +307,7 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     num_warps=4,
                     col_groups=4,
                     qk_ahead=1,
-                    split_softmax=1,
+                    softmax="split",
                 ),
             ),
             # 16 warps of 8 column groups (two row groups: the split softmax's barriers are the
@@ -326,7 +326,7 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     num_warps=16,
                     col_groups=8,
                     min_blocks=1,
-                    split_softmax=1,
+                    softmax="split",
                 ),
             ),
             (
@@ -343,7 +343,7 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     num_warps=16,
                     col_groups=8,
                     min_blocks=1,
-                    split_softmax=1,
+                    softmax="split",
                 ),
             ),
             # wide merges: 132 and 300 splits (pieces of one row cut into column chunks)
@@ -363,14 +363,14 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                 "none",
                 dict(heads_per_block=16, kv_splits=300, smem_stages=3, block_n=16, qk_ahead=1),
             ),
-            # the merge in a kernel of its own (pdl_combine): slices of the slots, column chunks
+            # the merge in a kernel of its own (merge='pdl'): slices of the slots, column chunks
             (
                 8,
                 1,
                 "bfloat16",
                 16,
                 "none",
-                dict(heads_per_block=8, kv_splits=132, smem_stages=2, block_n=16, pdl_combine=1),
+                dict(heads_per_block=8, kv_splits=132, smem_stages=2, block_n=16, merge="pdl"),
             ),
             (
                 4,
@@ -378,9 +378,9 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                 "float16",
                 64,
                 "tree",
-                dict(heads_per_block=4, kv_splits=6, smem_stages=3, block_n=16, pdl_combine=1),
+                dict(heads_per_block=4, kv_splits=6, smem_stages=3, block_n=16, merge="pdl"),
             ),
-            # warps in two roles (specialize): q.K^T and copies, softmax and P.V a tile behind
+            # warps in two roles (body 'specialized'): q.K^T and copies, softmax and P.V behind
             (  # sm_120's default for decode in 16-head groups (four stages, the PDL merge)
                 64,
                 1,
@@ -393,9 +393,9 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     smem_stages=4,
                     block_n=16,
                     num_warps=8,
-                    split_softmax=1,
-                    specialize=1,
-                    pdl_combine=1,
+                    softmax="split",
+                    body="specialized",
+                    merge="pdl",
                 ),
             ),
             (
@@ -410,8 +410,8 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     smem_stages=3,
                     block_n=16,
                     num_warps=8,
-                    split_softmax=1,
-                    specialize=1,
+                    softmax="split",
+                    body="specialized",
                 ),
             ),
             (
@@ -427,8 +427,8 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     block_n=16,
                     num_warps=8,
                     min_blocks=2,
-                    split_softmax=1,
-                    specialize=1,
+                    softmax="split",
+                    body="specialized",
                 ),
             ),
             (
@@ -443,9 +443,9 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     smem_stages=3,
                     block_n=32,
                     num_warps=8,
-                    split_softmax=1,
-                    specialize=1,
-                    pdl_combine=1,
+                    softmax="split",
+                    body="specialized",
+                    merge="pdl",
                 ),
             ),
             (
@@ -461,9 +461,9 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     block_n=16,
                     num_warps=4,
                     col_groups=2,
-                    split_softmax=1,
-                    specialize=1,
-                    pdl_combine=1,
+                    softmax="split",
+                    body="specialized",
+                    merge="pdl",
                 ),
             ),
             (
@@ -478,8 +478,8 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
                     smem_stages=3,
                     block_n=16,
                     num_warps=8,
-                    split_softmax=1,
-                    specialize=1,
+                    softmax="split",
+                    body="specialized",
                 ),
             ),
         ]
@@ -499,10 +499,10 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
         Spec(heads=16, q_len=1, dtype="float32", page_size=1, mask="none"),
         tiled_config(16, smem_stages=4, kv_splits=5),
     ),
-    # and its split-KV merge as a kernel of its own (pdl_combine)
+    # and its split-KV merge as a kernel of its own (merge='pdl')
     (
         Spec(heads=8, q_len=4, dtype="float32", page_size=16, mask="tree"),
-        tiled_config(8, smem_stages=3, kv_splits=7, pdl_combine=1),
+        tiled_config(8, smem_stages=3, kv_splits=7, merge="pdl"),
     ),
     # ragged head groups (the last block holds fewer heads), 12-warp three-row-group blocks
     (
@@ -515,26 +515,22 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
             num_warps=4,
             block_n=16,
             compute=MMA,
-            split_softmax=1,
+            softmax="split",
         ),
     ),
     (
         Spec(heads=8, q_len=16, dtype="float16", page_size=64, mask="tree"),
-        three_row_config(
-            3, kv_splits=3, smem_stages=3, split_softmax=1, min_blocks=1, pdl_combine=1
-        ),
+        three_row_config(3, kv_splits=3, smem_stages=3, softmax="split", min_blocks=1, merge="pdl"),
     ),
     (
         Spec(heads=128, q_len=1, dtype="bfloat16", page_size=64, mask="none"),
-        three_row_config(48, kv_splits=2, smem_stages=3, split_softmax=1, min_blocks=1),
+        three_row_config(48, kv_splits=2, smem_stages=3, softmax="split", min_blocks=1),
     ),
     # sm_120's default for verification of many heads: 48-row blocks four deep, ragged (6 heads
     # of 8 draft tokens, H = 64: head groups of 6 ... 6, 4), the PDL merge
     (
         Spec(heads=64, q_len=8, dtype="bfloat16", page_size=16, mask="tree"),
-        three_row_config(
-            6, kv_splits=4, smem_stages=4, split_softmax=1, min_blocks=1, pdl_combine=1
-        ),
+        three_row_config(6, kv_splits=4, smem_stages=4, softmax="split", min_blocks=1, merge="pdl"),
     ),
     # the KV tile ring on a barrier a stage (ring_slack): row groups apart, mbarriers
     (
@@ -543,22 +539,22 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
             6,
             kv_splits=2,
             smem_stages=4,
-            split_softmax=1,
+            softmax="split",
             min_blocks=1,
-            pdl_combine=1,
+            merge="pdl",
             ring_slack=1,
         ),
     ),
     (
         Spec(heads=48, q_len=1, dtype="float16", page_size=64, mask="none"),
         three_row_config(
-            48, kv_splits=2, smem_stages=4, split_softmax=1, min_blocks=1, ring_slack=1
+            48, kv_splits=2, smem_stages=4, softmax="split", min_blocks=1, ring_slack=1
         ),
     ),
     (
         Spec(heads=8, q_len=16, dtype="bfloat16", page_size=1, mask="causal"),
         three_row_config(
-            3, kv_splits=1, smem_stages=6, split_softmax=1, min_blocks=1, ring_slack=1
+            3, kv_splits=1, smem_stages=6, softmax="split", min_blocks=1, ring_slack=1
         ),
     ),
     # sm_120's default for decode of 96 heads: two 48-head blocks on the ring, the PDL merge
@@ -568,9 +564,9 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
             48,
             kv_splits=3,
             smem_stages=4,
-            split_softmax=1,
+            softmax="split",
             min_blocks=1,
-            pdl_combine=1,
+            merge="pdl",
             ring_slack=1,
         ),
     ),

@@ -24,7 +24,7 @@ from kgen.mla import SparseConfig, SparseSpec  # noqa: E402
 # sizes 1/64, 1 to 64 splits (the combine's pieces: row ranges, and single rows in column chunks;
 # empty splits), stages 2..4, tiles of 16/32 rows, gathers of 4/8/16 bytes, q in registers and in
 # shared memory, m16 tiles partly empty (8 heads), 1..8 column groups, fused and PDL merges, the
-# softmax whole in every warp and split in slices (split_softmax: 1 and 2 row groups, both dequant
+# softmax whole in every warp and split in slices (softmax='split': 1 and 2 row groups, both dequant
 # placements, holes and a bad slot row).
 SAMPLE_CASES = [
     (
@@ -110,7 +110,7 @@ SAMPLE_CASES = [
         ),
         False,
     ),
-    # the merge in a kernel of its own (pdl_combine), as the shipped B = 1 entries have it
+    # the merge in a kernel of its own (merge='pdl'), as the shipped B = 1 entries have it
     (
         SparseSpec(heads=32, q_len=1, topk=333, kv_format="fp8", page_size=64),
         SparseConfig(
@@ -120,18 +120,18 @@ SAMPLE_CASES = [
             dequant="registers",
             col_groups=4,
             min_blocks=1,
-            pdl_combine=1,
+            merge="pdl",
         ),
         True,
     ),
     (
         SparseSpec(heads=16, q_len=2, topk=70, kv_format="bf16", page_size=1, dtype="float16"),
         SparseConfig(  # more splits than tiles: empty splits
-            heads_per_block=16, kv_splits=8, smem_stages=2, block_n=16, pdl_combine=1
+            heads_per_block=16, kv_splits=8, smem_stages=2, block_n=16, merge="pdl"
         ),
         False,
     ),
-    # the softmax split in slices between a row group's warps (split_softmax)
+    # the softmax split in slices between a row group's warps (softmax='split')
     (
         SparseSpec(heads=16, q_len=2, topk=261, kv_format="fp8", page_size=64),
         SparseConfig(
@@ -141,15 +141,15 @@ SAMPLE_CASES = [
             dequant="registers",
             col_groups=4,
             min_blocks=1,
-            pdl_combine=1,
-            split_softmax=1,
+            merge="pdl",
+            softmax="split",
         ),
         True,
     ),
     (
         SparseSpec(heads=8, q_len=1, topk=140, kv_format="fp8", page_size=1),
         SparseConfig(  # 8 rows of a 16-row tile: padding rows in the slices
-            heads_per_block=8, kv_splits=2, smem_stages=3, block_n=16, split_softmax=1
+            heads_per_block=8, kv_splits=2, smem_stages=3, block_n=16, softmax="split"
         ),
         False,
     ),
@@ -162,7 +162,7 @@ SAMPLE_CASES = [
             block_n=16,
             num_warps=8,
             col_groups=4,
-            split_softmax=1,
+            softmax="split",
         ),
         True,
     ),

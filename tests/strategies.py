@@ -56,27 +56,27 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma", "tiled")):
             compute="mma",
             min_blocks=draw(st.sampled_from([0, 1, 2])),
             qk_ahead=draw(st.sampled_from([0, 1])),
-            pdl_combine=draw(st.sampled_from([0, 0, 1])),
+            merge=draw(st.sampled_from(["fused", "fused", "pdl"])),
         )
         if warps in (2, 4, 8) and draw(st.sampled_from([0, 0, 0, 1])):
-            # warps in two roles (specialize): one row group each, the split softmax
+            # warps in two roles (body='specialized'): one row group each, the split softmax
             return Config(
                 heads_per_block=draw(st.sampled_from(divisors(spec.heads))),
                 col_groups=warps // 2,
-                split_softmax=1,
-                specialize=1,
+                softmax="split",
+                body="specialized",
                 **{**shared, "qk_ahead": 0, "smem_stages": draw(st.integers(3, 4))},
             )
         # the row path also takes head groups that do not divide the heads (the last is ragged)
         ragged = [h for h in range(2, spec.heads) if spec.heads % h]
         heads = divisors(spec.heads) + (ragged if draw(st.sampled_from([0, 1])) else [])
         # the tile ring on a barrier a stage (row groups up to a tile apart)
-        softmax = draw(st.sampled_from([0, 1])) if warps > 1 else 0
-        ringable = softmax and not shared["qk_ahead"] and shared["smem_stages"] >= 3
+        softmax = draw(st.sampled_from(["warp", "split"])) if warps > 1 else "warp"
+        ringable = softmax == "split" and not shared["qk_ahead"] and shared["smem_stages"] >= 3
         return Config(
             heads_per_block=draw(st.sampled_from(heads)),
             col_groups=draw(st.sampled_from([c for c in (1, 2, 4, 8) if warps % c == 0])),
-            split_softmax=softmax,
+            softmax=softmax,
             ring_slack=draw(st.sampled_from([0, 0, 1])) if ringable else 0,
             **shared,
         )
@@ -97,7 +97,7 @@ def tiled_configs(draw, spec: Spec) -> Config:
         draw(st.sampled_from(tiled_heads(spec))),
         smem_stages=draw(st.integers(2, 4)),
         kv_splits=draw(st.sampled_from(SPLITS)),
-        pdl_combine=draw(st.sampled_from([0, 0, 1])),
+        merge=draw(st.sampled_from(["fused", "fused", "pdl"])),
     )
 
 

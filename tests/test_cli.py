@@ -175,7 +175,7 @@ def test_a_malformed_grid_names_the_file_and_case(tmp_path, name):
 SPACE = ["sweep", "--heads", "4", "--q-len", "2", "--mask", "causal", "--compute", "mma"]
 SPACE += ["--num-warps", "4", "--col-groups", "4", "--min-blocks", "0", "--compile-only"]
 SMALL = [*SPACE, "--heads-per-block", "4", "--mma-tiles", "3x16", "4x16", "2x32", "--jobs", "1"]
-SMALL += ["--qk-ahead", "0", "--split-softmax", "0", "--specialize", "0"]
+SMALL += ["--qk-ahead", "0", "--softmax", "warp", "--body", "rows"]
 SPACE += ["--jobs", "2"]
 
 

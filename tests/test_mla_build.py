@@ -1,11 +1,9 @@
 """MLA variants without a GPU: every sampled valid config renders and compiles for sm_120 and
 sm_90; invalid ones are refused before compiling, with the field and the reason."""
 
-import ast
 import contextlib
 import re
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -33,9 +31,15 @@ INTERFACE_CONFIG = Config(
     heads_per_block=8, kv_splits=16, vec_width=8, smem_stages=2, num_warps=4, block_n=32
 )
 MMA = Config(heads_per_block=8, compute="mma", num_warps=4, col_groups=4, block_n=16, smem_stages=2)
-# warps in two roles (specialize): 8 warps, 4 column groups per role, the split softmax
+# warps in two roles (body='specialized'): 8 warps, 4 column groups per role, the split softmax
 WS = replace(
-    MMA, heads_per_block=8, num_warps=8, col_groups=4, smem_stages=3, split_softmax=1, specialize=1
+    MMA,
+    heads_per_block=8,
+    num_warps=8,
+    col_groups=4,
+    smem_stages=3,
+    softmax="split",
+    body="specialized",
 )
 
 
@@ -76,7 +80,7 @@ def test_invalid_configs_are_refused_before_compiling(data):
         ragged = spec.heads % config.heads_per_block  # the mma row path only
         assert config.heads_per_block <= spec.heads
         assert not ragged or config.compute == "mma"
-        assert not ragged or not config.specialize
+        assert not ragged or config.body == "rows"
         assert layout.threads == 32 * config.num_warps <= arch.max_threads_per_block
         assert layout.dynamic_smem <= arch.smem_per_block
 
@@ -123,22 +127,22 @@ def compiler_disabled():
         (Spec(heads=8), Config(min_blocks=1), "min_blocks", "'mma' only"),
         (Spec(heads=8), Config(qk_ahead=1), "qk_ahead", "'mma' only"),
         (Spec(heads=8), replace(MMA, qk_ahead=1), "smem_stages", "at least 3 stages"),
-        (Spec(heads=8), Config(split_softmax=1), "split_softmax", "'mma' only"),
+        (Spec(heads=8), Config(softmax="split"), "softmax", "'mma' only"),
         (
             Spec(heads=8),
-            replace(MMA, col_groups=1, split_softmax=1),
-            "split_softmax",
+            replace(MMA, col_groups=1, softmax="split"),
+            "softmax",
             "col_groups > 1",
         ),
         (
             Spec(heads=8),
-            replace(MMA, num_warps=8, block_n=48, split_softmax=1),
+            replace(MMA, num_warps=8, block_n=48, softmax="split"),
             "block_n",
             "16, 32 or 64",
         ),
-        (Spec(heads=8), Config(pdl_combine=1), "pdl_combine", "'mma' and 'tiled' only"),
-        (Spec(heads=8), Config(specialize=1), "specialize", "'mma' only"),
-        (Spec(heads=8), replace(WS, split_softmax=0), "split_softmax", "take 1"),
+        (Spec(heads=8), Config(merge="pdl"), "merge", "'mma' and 'tiled' only"),
+        (Spec(heads=8), Config(body="specialized"), "body", "'mma' only"),
+        (Spec(heads=8), replace(WS, softmax="warp"), "softmax", "'split'"),
         (Spec(heads=8), replace(WS, smem_stages=2), "smem_stages", "at least 3 stages"),
         (
             Spec(heads=8, q_len=4, mask="causal"),
@@ -150,7 +154,7 @@ def compiler_disabled():
         # ragged head groups: the mma row path only
         (Spec(heads=8), Config(heads_per_block=3), "heads_per_block", "must divide heads=8"),
         (Spec(heads=8, dtype="float32"), tiled_config(3, 2), "heads_per_block", "divide heads=8"),
-        (Spec(heads=8), replace(WS, heads_per_block=3), "heads_per_block", "specialize"),
+        (Spec(heads=8), replace(WS, heads_per_block=3), "heads_per_block", "specialized"),
         (Spec(heads=8), replace(MMA, heads_per_block=9), "heads_per_block", "at most heads=8"),
     ],
 )
@@ -159,17 +163,17 @@ def test_refusals_name_field_and_reason(spec, config, field, reason):
         layout_for(spec, config, ARCHS["sm_120"])
 
 
-def test_pdl_combine_needs_sm90():
-    with pytest.raises(ConfigError, match=r"Config\.pdl_combine=1: .*sm_90 or later"):
-        layout_for(Spec(heads=8), replace(MMA, pdl_combine=1), ARCHS["sm_80"])
+def test_the_pdl_merge_needs_sm90():
+    with pytest.raises(ConfigError, match=r"Config\.merge='pdl': .*sm_90 or later"):
+        layout_for(Spec(heads=8), replace(MMA, merge="pdl"), ARCHS["sm_80"])
 
 
-def test_pdl_combine_builds_both_kernels_for_sm120_without_spills():
-    """pdl_combine: the attention kernel and mla_combine in one cubin; the attention kernel has
+def test_the_pdl_merge_builds_both_kernels_for_sm120_without_spills():
+    """merge="pdl": the attention kernel and mla_combine in one cubin; the attention kernel has
     no merge code (so no arrival counters), and both fit sm_120 without spills."""
-    config = replace(MMA, smem_stages=3, pdl_combine=1)
+    config = replace(MMA, smem_stages=3, merge="pdl")
     kernel = build(Spec(heads=8), config, "sm_120")
-    fused = build(Spec(heads=8), replace(config, pdl_combine=0), "sm_120")
+    fused = build(Spec(heads=8), replace(config, merge="fused"), "sm_120")
     assert kernel.binary.program.entry_points == ("mla_attention", "mla_combine")
     assert fused.binary.program.entry_points == ("mla_attention",)
     assert set(kernel.binary.usage) == {"mla_attention", "mla_combine"}
@@ -188,18 +192,19 @@ def attention_atomics(kernel) -> int:
 
 
 def test_specialize_builds_for_sm120_without_spills():
-    """specialize: the two-role kernel entry (mla/mma/specialized.cuh), one row group per role,
-    two score buffers; the sm_120 default's shape of it (16 heads, 4 stages, the PDL merge) fits
-    sm_120 without spills, and a one-role build of the same tile shape has the other entry.
+    """body="specialized": the two-role kernel entry (mla/mma/specialized.cuh), one row group a
+    role, two score buffers; the sm_120 default's shape of it (16 heads, 4 stages, the PDL
+    merge) fits sm_120 without spills, and a one-role build of the same tile shape has the other
+    entry.
     (Where ptxas chooses the registers, min_blocks 0, it may spill other shapes on sm_120: WS
     itself took 80 registers and 76 B of spill once the grid's x became the head group, 99 and
     none before; compiled_default passes such a candidate over.)"""
     spec = Spec(heads=16, q_len=1, dtype="bfloat16", page_size=64)
-    shipped = replace(WS, heads_per_block=16, smem_stages=4, pdl_combine=1)
+    shipped = replace(WS, heads_per_block=16, smem_stages=4, merge="pdl")
     default = default_config(spec, 64, 4096, resolve_arch("sm_120"), 188)
     assert replace(default, kv_splits=1) == shipped
     kernel = build(spec, shipped, "sm_120")
-    one_role = build(spec, replace(shipped, specialize=0, num_warps=4), "sm_120")
+    one_role = build(spec, replace(shipped, body="rows", num_warps=4), "sm_120")
     usage = kernel.binary.usage["mla_attention"]
     assert usage.spill_stores == usage.spill_loads == 0
     assert "hand_off()" in kernel.source and "hand_off()" not in one_role.source
@@ -235,25 +240,6 @@ def test_combine_shape_fits_the_merge_kernel(batch, head_groups, rows, latent_di
     assert slices & (slices - 1) == 0 and slices <= workspace.MAX_COMBINE_SLICES
     assert block[0] <= workspace.COMBINE_THREADS
     assert slices * workspace.COMBINE_LOADS >= splits or slices == workspace.MAX_COMBINE_SLICES
-
-
-def test_readme_mma_example_builds_for_sm120():
-    config = Config(
-        heads_per_block=8,
-        kv_splits=16,
-        vec_width=8,
-        smem_stages=3,
-        num_warps=8,
-        block_n=16,
-        compute="mma",
-        col_groups=4,
-    )
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    call = re.search(r"cfg = kgen\.mla\.Config\((.*?)\)", readme, re.S).group(1)
-    keywords = ast.parse(f"Config({call})", mode="eval").body.keywords
-    assert Config(**{k.arg: ast.literal_eval(k.value) for k in keywords}) == config
-    res = build(INTERFACE_SPEC, config, "sm_120").resources
-    assert res.spills == 0 and res.smem <= ARCHS["sm_120"].smem_per_block
 
 
 def test_removed_axes_are_refused_and_their_zeros_dropped_with_a_warning():
@@ -316,11 +302,11 @@ def test_one_row_causal_renders_the_decode_kernel(config):
 
 def test_the_tiled_path_takes_the_pdl_merge_from_sm90_on():
     spec = Spec(heads=8, q_len=8, dtype="float32", mask="tree")
-    kernel = build(spec, tiled_config(8, smem_stages=2, kv_splits=4, pdl_combine=1), "sm_120")
+    kernel = build(spec, tiled_config(8, smem_stages=2, kv_splits=4, merge="pdl"), "sm_120")
     assert "mla_combine" in kernel.binary.usage and "PDL_COMBINE = true" in kernel.source
     assert kernel.config.short_name().endswith("_tiled_pc")
-    with pytest.raises(ConfigError, match="pdl_combine"):
-        build(spec, tiled_config(8, smem_stages=2, pdl_combine=1), "sm_80")
+    with pytest.raises(ConfigError, match="merge"):
+        build(spec, tiled_config(8, smem_stages=2, merge="pdl"), "sm_80")
     fused = build(spec, tiled_config(8, smem_stages=2, kv_splits=4), "sm_120")
     assert "mla_combine" not in fused.binary.usage
 
@@ -330,7 +316,7 @@ def test_a_causal_chain_takes_the_registers_of_a_tree():
     the computed form: for kimi-tp8-verify-batch's shipped config the causal kernel took 227
     registers on sm_90 (two blocks per SM, 1.5x the tree kernel's time) where the tree took 168."""
     config = replace(
-        MMA, heads_per_block=2, kv_splits=6, smem_stages=3, split_softmax=1, pdl_combine=1
+        MMA, heads_per_block=2, kv_splits=6, smem_stages=3, softmax="split", merge="pdl"
     )
     tree = Spec(heads=8, q_len=8, dtype="bfloat16", mask="tree")
     tree_usage = build(tree, config, "sm_90").binary.usage["mla_attention"]
@@ -347,7 +333,7 @@ def test_ring_slack_builds_stage_barriers_for_sm120_without_spills_and_refuses_w
     without spills; ring_slack 0 renders none of it. Refused: the other loops (specialized
     roles, q.K ahead) and a copy lead under one tile."""
     spec = Spec(heads=64, q_len=16, dtype="bfloat16", page_size=64, mask="tree")
-    lockstep = three_row_config(3, smem_stages=4, min_blocks=1, split_softmax=1, pdl_combine=1)
+    lockstep = three_row_config(3, smem_stages=4, min_blocks=1, softmax="split", merge="pdl")
     for slack in (1,):
         config = replace(lockstep, ring_slack=slack)
         kernel = build(spec, config, "sm_120")
@@ -366,12 +352,12 @@ def test_ring_slack_builds_stage_barriers_for_sm120_without_spills_and_refuses_w
     assert not any(op.startswith("SYNCS") for op in in_step_counts), sorted(in_step_counts)
     refusals = {
         "smem_stages": replace(lockstep, smem_stages=2, ring_slack=1),
-        "split_softmax": replace(lockstep, split_softmax=0, ring_slack=1),
+        "softmax": replace(lockstep, softmax="warp", ring_slack=1),
         "qk_ahead": replace(lockstep, qk_ahead=1, ring_slack=1),
-        "specialize": replace(WS, heads_per_block=16, smem_stages=4, ring_slack=1),
+        "body": replace(WS, heads_per_block=16, smem_stages=4, ring_slack=1),
     }
     for field, config in refusals.items():
-        target = spec if field != "specialize" else Spec(heads=16, q_len=1, dtype="bfloat16")
+        target = spec if field != "body" else Spec(heads=16, q_len=1, dtype="bfloat16")
         with pytest.raises(ConfigError, match=rf"Config\.{field}="):
             layout_for(target, config, ARCHS["sm_120"])
 
@@ -382,7 +368,7 @@ def test_ragged_head_groups_and_12_warp_blocks_fit_sm120():
     warps (two 4-warp blocks fit there, at 8), without spills, and with a grid of ceil(H / 48)
     head groups."""
     spec = Spec(heads=128, q_len=1, dtype="bfloat16", page_size=64)
-    config = three_row_config(48, smem_stages=3, split_softmax=1, min_blocks=1)
+    config = three_row_config(48, smem_stages=3, softmax="split", min_blocks=1)
     kernel = build(spec, config, "sm_120")
     usage, resources = kernel.binary.usage["mla_attention"], kernel.resources
     assert usage.spill_stores == usage.spill_loads == 0

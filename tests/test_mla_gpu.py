@@ -313,7 +313,7 @@ def test_mma_agrees_with_fma(data):
 
 
 PDL_SAMPLE = [
-    Config(heads_per_block=4, kv_splits=3, block_n=16, smem_stages=3, compute="mma", pdl_combine=1),
+    Config(heads_per_block=4, kv_splits=3, block_n=16, smem_stages=3, compute="mma", merge="pdl"),
     Config(
         heads_per_block=2,
         kv_splits=40,
@@ -322,7 +322,7 @@ PDL_SAMPLE = [
         num_warps=4,
         col_groups=4,
         compute="mma",
-        pdl_combine=1,
+        merge="pdl",
     ),
     Config(
         heads_per_block=1,
@@ -332,14 +332,14 @@ PDL_SAMPLE = [
         num_warps=4,
         col_groups=4,
         compute="mma",
-        pdl_combine=1,
+        merge="pdl",
     ),
 ]
 
 
 @pytest.mark.parametrize("config", PDL_SAMPLE, ids=lambda c: f"s{c.kv_splits}")
-def test_pdl_combine_edge_rows_and_invalid_sequences(config):
-    """The merge kernel of pdl_combine: a row that sees nothing (out 0, lse -inf), more splits
+def test_the_pdl_merge_edge_rows_and_invalid_sequences(config):
+    """The merge kernel of merge="pdl": a row that sees nothing (out 0, lse -inf), more splits
     than tiles (empty splits weigh nothing), invalid sequences (NaN rows, the valid one
     untouched), against the reference and the fused merge; the same bits on every launch."""
     import torch
@@ -356,7 +356,7 @@ def test_pdl_combine_edge_rows_and_invalid_sequences(config):
         .contiguous()
     )
     kernel = build(spec, config, "native")
-    fused = build(spec, replace(config, pdl_combine=0), "native")
+    fused = build(spec, replace(config, merge="fused"), "native")
     out, lse = run_poisoned(kernel, w)
     assert torch.all(out[0, 1] == 0) and torch.all(lse[0, 1] == float("-inf"))
     check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)
@@ -406,7 +406,7 @@ def _ragged_sample(count: int = 21) -> list[tuple[Spec, Config, list[int]]]:
         heads, q_len, mask, hpb, warps, cols = RAGGED_SHAPES[len(sample) % len(RAGGED_SHAPES)]
         spec = _drawn_spec(rng, heads, q_len, mask)
         stages = rng.choice([2, 3, 4])
-        softmax = rng.choice([0, 1])
+        softmax = rng.choice(["warp", "split"])
         config = Config(
             heads_per_block=hpb,
             kv_splits=rng.choice([1, 3, 16]),
@@ -417,8 +417,8 @@ def _ragged_sample(count: int = 21) -> list[tuple[Spec, Config, list[int]]]:
             compute="mma",
             qk_ahead=rng.choice([0, 1]) if stages >= 3 else 0,
             min_blocks=rng.choice([0, 1]),
-            split_softmax=softmax,
-            pdl_combine=rng.choice([0, 1]) if native().major >= 9 else 0,
+            softmax=softmax,
+            merge=rng.choice(["fused", "pdl"]) if native().major >= 9 else "fused",
         )
         try:
             layout_for(spec, config, native())
@@ -469,8 +469,8 @@ def _ring_sample(count: int = 12) -> list[tuple[Spec, Config, list[int]]]:
             kv_splits=rng.choice([1, 2, 5]),
             smem_stages=stages,
             min_blocks=1,
-            split_softmax=1,
-            pdl_combine=rng.choice([0, 1]) if native().major >= 9 else 0,
+            softmax="split",
+            merge=rng.choice(["fused", "pdl"]) if native().major >= 9 else "fused",
             ring_slack=1,
         )
         try:

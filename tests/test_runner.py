@@ -347,7 +347,7 @@ def test_the_workspace_holds_every_slot_the_kernel_addresses(monkeypatch, heads,
         smem_stages=3,
         block_n=16,
         num_warps=warps,
-        split_softmax=1,
+        softmax="split",
     )
     grids = []
     monkeypatch.setattr(

@@ -33,7 +33,7 @@ CONFIG = Config(
 BATCH, WIDTH, PAGES, LAYERS = 2, 6, 14, 6
 # both merges of the splits: fused into the attention kernel, and a kernel of its own with PDL
 CONFIGS = pytest.mark.parametrize(
-    "config", [CONFIG, replace(CONFIG, pdl_combine=1)], ids=["fused", "pdl"]
+    "config", [CONFIG, replace(CONFIG, merge="pdl")], ids=["fused", "pdl"]
 )
 
 

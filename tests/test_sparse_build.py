@@ -139,10 +139,10 @@ def test_refusals_name_field_and_reason(spec, config, field, reason):
         sparse_layout_for(spec, config, SM120)
 
 
-def test_pdl_combine_needs_sm90_and_builds_both_kernels_for_sm120():
-    with pytest.raises(SparseConfigError, match=r"SparseConfig\.pdl_combine=1: .*sm_90 or later"):
-        sparse_layout_for(SparseSpec(heads=16), SparseConfig(pdl_combine=1), ARCHS["sm_80"])
-    kernel = build_sparse(SparseSpec(heads=16), SparseConfig(pdl_combine=1, min_blocks=1), "sm_120")
+def test_the_pdl_merge_needs_sm90_and_builds_both_kernels_for_sm120():
+    with pytest.raises(SparseConfigError, match=r"SparseConfig\.merge='pdl': .*sm_90 or later"):
+        sparse_layout_for(SparseSpec(heads=16), SparseConfig(merge="pdl"), ARCHS["sm_80"])
+    kernel = build_sparse(SparseSpec(heads=16), SparseConfig(merge="pdl", min_blocks=1), "sm_120")
     assert kernel.binary.program.entry_points == ("mla_sparse_attention", "mla_combine")
     for usage in kernel.binary.usage.values():
         assert usage.spill_stores == usage.spill_loads == 0

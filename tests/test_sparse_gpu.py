@@ -78,8 +78,8 @@ def sparse_configs(draw, spec: SparseSpec):
         col_groups=draw(st.sampled_from([c for c in (1, 2, 4, 8) if c <= warps])),
         dequant=dequant,
         min_blocks=draw(st.sampled_from([0, 1])),
-        pdl_combine=draw(st.sampled_from([0, 0, 1])),
-        split_softmax=draw(st.sampled_from([0, 1])),
+        merge=draw(st.sampled_from(["fused", "fused", "pdl"])),
+        softmax=draw(st.sampled_from(["warp", "split"])),
     )
     try:
         for arch in (native(), resolve_arch("sm_120")):
@@ -200,7 +200,7 @@ def test_empty_rows_invalid_slots_and_validate(kv_format):
     configs = (  # 64 splits > 4 tiles; the merge fused or a kernel of its own
         SparseConfig(kv_splits=1),
         SparseConfig(kv_splits=64),
-        SparseConfig(kv_splits=64, pdl_combine=1),
+        SparseConfig(kv_splits=64, merge="pdl"),
     )
     for config in configs:
         out, lse = run_poisoned(build_sparse(spec, config, "native"), w)

@@ -54,12 +54,12 @@ def test_enumeration_and_pruning():
     mma = [c for c in configs if c.compute == "mma"]
     assert len(fma) == 5 * 2 * 6  # divisors of 16 x warps x (stages, block_n)
     # divisors x (warps, col_groups <= warps) x (tiles, q.K ahead where 3+ stages) x min_blocks
-    # x split_softmax (every default col_groups is > 1); and specialized: divisors x (w8 c4, w4
+    # x softmax (every default col_groups is > 1); and specialized: divisors x (w8 c4, w4
     # c2) x the 3+ stage tiles x min_blocks (split softmax, no q.K ahead); and the 12-warp
     # three-row-group blocks: 12 heads (48 rows, ragged: 12 and 4) x (tiles, q.K ahead) x
-    # min_blocks x split_softmax
+    # min_blocks x softmax
     assert len(mma) == 5 * (2 + 3) * (3 * 2 + 1) * 2 * 2 + 5 * 2 * 3 * 2 + (3 * 2 + 1) * 2 * 2
-    assert sum(c.specialize for c in mma) == 5 * 2 * 3 * 2
+    assert sum(c.body == "specialized" for c in mma) == 5 * 2 * 3 * 2
     twelve = [c for c in mma if c.num_warps == 12]
     assert {(c.heads_per_block, c.col_groups) for c in twelve} == {(12, 4)} and len(twelve) == 28
     pruned = prune(spec, configs, ARCHS["sm_120"])
@@ -230,8 +230,9 @@ def test_the_default_specialises_small_decode():
     for name in ("dsv3-tp8-decode-batch", "kimi-tp8-decode-long", "page1-decode"):
         for arch, sms in (("sm_90", 132), ("sm_120", 188), ("sm_120", 170)):
             ws = default(name, arch, sms)
-            assert (ws.specialize, ws.num_warps, ws.col_groups, ws.smem_stages) == (1, 8, 4, 4)
-            assert ws.split_softmax == 1 and ws.qk_ahead == 0 and ws.pdl_combine == 1
+            assert (ws.num_warps, ws.col_groups, ws.smem_stages) == (8, 4, 4)
+            assert ws.body == "specialized"
+            assert ws.softmax == "split" and ws.qk_ahead == 0 and ws.merge == "pdl"
             layout = layout_for(by_name[name].spec, ws, ARCHS[arch])
             blocks = (
                 ARCHS[arch]
@@ -239,23 +240,23 @@ def test_the_default_specialises_small_decode():
                 .blocks_per_sm
             )
             assert blocks == (2 if arch == "sm_90" else 1)
-        assert default(name, "sm_80", 108).specialize == 0  # 164 KB: two 3-stage one-role blocks
+        assert default(name, "sm_80", 108).body == "rows"  # 164 KB: two 3-stage one-role blocks
     for name in ("kimi-tp1-decode", "kimi-tp1-decode-64k", "kimi-tp1-batch", "dsv3-tp1-batch"):
-        assert default(name, "sm_90").specialize == 0
+        assert default(name, "sm_90").body == "rows"
         # B x head groups = 4: one 16-head block an SM fills 188 SMs at 47 splits, 132 at 33
         four_blocks_a_split = by_name[name].batch * by_name[name].spec.heads // 16 == 4
         for sms in (132, 188):
             ws = default(name, "sm_120", sms)
             if sms == 188 and not four_blocks_a_split:  # 64 blocks a split: 128 of 188 SMs
-                assert ws.specialize == 0 and ws.kv_splits == 5  # 320 of 376 two-block slots
+                assert ws.body == "rows" and ws.kv_splits == 5  # 320 of 376 two-block slots
                 continue
-            assert (ws.specialize, ws.heads_per_block, ws.num_warps) == (1, 16, 8)
+            assert (ws.body, ws.heads_per_block, ws.num_warps) == ("specialized", 16, 8)
             assert ws.smem_stages == 4 and ws.kv_splits == (sms // 4 if four_blocks_a_split else 2)
     for name in ("kimi-tp8-verify-tree", "kimi-tp8-verify-batch", "kimi-tp1-verify-tree"):
-        assert default(name, "sm_90").specialize == 0
-        assert default(name, "sm_120", 188).specialize == 0
-    assert default("kimi-tp1-batch", "sm_120", 188).pdl_combine == 1
-    assert default("kimi-tp1-batch", "sm_80", 108).pdl_combine == 0
+        assert default(name, "sm_90").body == "rows"
+        assert default(name, "sm_120", 188).body == "rows"
+    assert default("kimi-tp1-batch", "sm_120", 188).merge == "pdl"
+    assert default("kimi-tp1-batch", "sm_80", 108).merge == "fused"
 
 
 def test_the_sm120_default_verifies_in_three_row_blocks_where_their_wave_fills_the_sms():
@@ -275,11 +276,11 @@ def test_the_sm120_default_verifies_in_three_row_blocks_where_their_wave_fills_t
     for sms, splits in ((132, 6), (188, 8)):
         config = default(*args, sms=sms)
         assert (config.num_warps, config.heads_per_block, config.smem_stages) == (12, 3, 4)
-        assert config.kv_splits == splits and config.split_softmax == 1
-        assert config.ring_slack == 1 and config.pdl_combine == 1  # the tile ring on mbarriers
+        assert config.kv_splits == splits and config.softmax == "split"
+        assert config.ring_slack == 1 and config.merge == "pdl"  # the tile ring on mbarriers
     # the fused merge (no PDL: sm_80 / 86 / 89) keeps the block barrier a tile
     ada = default(Spec(heads=128, q_len=3, mask="tree"), 1, 16387, arch="sm_89", sms=128)
-    assert (ada.num_warps, ada.pdl_combine, ada.ring_slack) == (12, 0, 0)
+    assert (ada.num_warps, ada.merge, ada.ring_slack) == (12, "fused", 0)
     assert default(*args, arch="sm_90").num_warps == 4
     # H = 8 and 16 in groups of 3: 1 of 9 or 2 of 18 rows idle (12.5%)
     for name in ("kimi-tp8-verify-tree", "kimi-tp8-verify-batch"):
@@ -303,10 +304,10 @@ def test_decode_of_48_head_groups_takes_the_three_row_block_on_its_ring_where_th
         spec = Spec(heads=heads, q_len=1, mask="none")
         config = default_config(spec, batch, seq_len, ARCHS["sm_120"], 188)
         assert (config.num_warps, config.heads_per_block) == (12, 48)
-        assert (config.smem_stages, config.ring_slack, config.pdl_combine) == (4, 1, 1)
+        assert (config.smem_stages, config.ring_slack, config.merge) == (4, 1, "pdl")
         ada = default_config(spec, batch, seq_len, ARCHS["sm_89"], 128)
         assert (ada.num_warps, ada.heads_per_block) == (12, 48)
-        assert (ada.smem_stages, ada.ring_slack, ada.pdl_combine) == (3, 0, 0)
+        assert (ada.smem_stages, ada.ring_slack, ada.merge) == (3, 0, "fused")
     # 64 heads are not 48-head groups: no three-row decode block
     assert default_config(Spec(heads=64, q_len=1), 16, 4096, ARCHS["sm_120"], 188).num_warps != 12
 
@@ -465,12 +466,12 @@ def test_the_report_tells_every_config_axis_apart():
     for family in (Config, SparseConfig):
         assert {f.name for f in fields(family)} <= set(COLUMNS)
     dense = Config(heads_per_block=8, smem_stages=3, num_warps=8, block_n=16, compute="mma")
-    flags = ["qk_ahead", "split_softmax", "pdl_combine", "specialize"]
+    flags = {"qk_ahead": 1, "softmax": "split", "merge": "pdl", "body": "specialized"}
     names = [config_name(dense.to_dict())]
-    names += [config_name({**dense.to_dict(), flag: 1}) for flag in flags]
+    names += [config_name({**dense.to_dict(), field: v}) for field, v in flags.items()]
     assert len(set(names)) == len(names), names
     sparse = SparseConfig().to_dict()
-    assert config_name(sparse) != config_name({**sparse, "pdl_combine": 1})
+    assert config_name(sparse) != config_name({**sparse, "merge": "pdl"})
 
 
 class StubExecutor:

@@ -82,16 +82,17 @@ def test_default_config_splits_the_softmax_where_splits_hold_several_tiles():
         for arch, sms in (("sm_90", 132), ("sm_120", 188), ("sm_80", 108)):
             config = default_sparse_config(case.spec, case.batch, ARCHS[arch], sms)
             tiles = math.ceil(math.ceil(case.spec.topk / config.block_n) / config.kv_splits)
-            assert config.split_softmax == int(tiles >= 4), (case.name, arch, config)
-            assert config.split_softmax == int(case.batch > 1), (case.name, arch, config)
+            split = "split" if tiles >= 4 else "warp"
+            assert config.softmax == split, (case.name, arch, config)
+            assert config.softmax == ("split" if case.batch > 1 else "warp"), (case.name, config)
 
 
 def test_default_config_merges_in_a_pdl_kernel_where_the_arch_has_it():
     spec = SparseSpec(heads=64, topk=2048)
-    for arch, sms, pdl in (("sm_90", 132, 1), ("sm_120", 188, 1), ("sm_80", 108, 0)):
+    for arch, sms, pdl in (("sm_90", 132, "pdl"), ("sm_120", 188, "pdl"), ("sm_80", 108, "fused")):
         config = default_sparse_config(spec, 1, ARCHS[arch], sms)
-        assert config.kv_splits > 1 and config.pdl_combine == pdl, (arch, config)
-        build_sparse(spec, config, arch)  # an sm_80 build would refuse pdl_combine
+        assert config.kv_splits > 1 and config.merge == pdl, (arch, config)
+        build_sparse(spec, config, arch)  # an sm_80 build would refuse the PDL merge
 
 
 @pytest.mark.parametrize("spec", sorted({c.spec for c in SPARSE_GRID}, key=repr), ids=repr)
@@ -118,9 +119,9 @@ def test_enumeration_covers_the_axes_and_pruning_names_reasons():
         (2, 16),
         (2, 32),
     }
-    assert {c.split_softmax for c in configs} == {0, 1}
+    assert {c.softmax for c in configs} == {"warp", "split"}
     # hpb x (warps, col_groups <= warps) x (6 shared + 2 register pipelines) x gather x min_blocks
-    # x split_softmax
+    # x softmax
     assert len(configs) == 3 * (2 + 3) * 8 * 2 * 2 * 2
     pruned = prune_sparse(spec, configs, ARCHS["sm_120"])
     assert pruned.kept and len(pruned.kept) + len(pruned.refused) == len(configs)
@@ -128,9 +129,9 @@ def test_enumeration_covers_the_axes_and_pruning_names_reasons():
     too_big = SparseConfig(heads_per_block=16, smem_stages=3, block_n=32, num_warps=4)
     assert "shared memory" in refused[too_big] and "101376" in refused[too_big]  # BLOCK_T 32 x 3
     assert SparseConfig(heads_per_block=16, smem_stages=2, block_n=16) in pruned.kept
-    assert SparseConfig(heads_per_block=16, block_n=16, split_softmax=1) in pruned.kept
-    one_group = SparseConfig(heads_per_block=16, num_warps=4, col_groups=1, split_softmax=1)
-    with pytest.raises(SparseConfigError, match="split_softmax.*col_groups > 1"):
+    assert SparseConfig(heads_per_block=16, block_n=16, softmax="split") in pruned.kept
+    one_group = SparseConfig(heads_per_block=16, num_warps=4, col_groups=1, softmax="split")
+    with pytest.raises(SparseConfigError, match="softmax.*col_groups > 1"):
         sparse_layout_for(spec, one_group, ARCHS["sm_120"])
     bf16 = enumerate_sparse_configs(replace(spec, kv_format="bf16"), SparseAxes(num_warps=(4,)))
     assert {c.dequant for c in bf16} == {"shared"}
@@ -200,7 +201,7 @@ def test_a_stub_timed_sparse_sweep_records_the_fastest_correct_winner(tmp_path):
             register_tiles=(),
             gather_bytes=(16,),
             min_blocks=(1,),
-            split_softmax=(0,),
+            softmax=("warp",),
         ),
         executor=StubExecutor(wrong_hpb=16),
         db_path=tmp_path / "db.json",
@@ -289,7 +290,7 @@ def test_a_budgeted_sweep_times_the_default_first_and_the_table_reads_it(tmp_pat
             register_tiles=(),
             gather_bytes=(16,),
             min_blocks=(0,),
-            split_softmax=(0,),
+            softmax=("warp",),
         ),
         executor=StubExecutor(),
         db_path=tmp_path / "db.json",

@@ -6,6 +6,7 @@ warp grid and tile row sizes. `kgen.mla.layout.layout_for` dispatches to the pat
 from __future__ import annotations
 
 import math
+from dataclasses import fields
 
 from kgen.arch import Arch
 from kgen.mla.spec import MAX_SPLITS
@@ -36,24 +37,25 @@ def refuser(spec, config, arch: Arch, error: type[ConfigError] = ConfigError):
 
 
 def refuse_pdl_below_sm90(config, arch: Arch, refuse) -> None:
-    """pdl_combine's refusal (both tensor-core families, the tiled path): griddepcontrol needs
+    """merge='pdl''s refusal (both tensor-core families, the tiled path): griddepcontrol needs
     sm_90 or later."""
-    if config.pdl_combine and not arch.has_pdl:
+    if config.merge == "pdl" and not arch.has_pdl:
         refuse(
-            "pdl_combine",
-            "programmatic dependent launch (griddepcontrol) needs sm_90 or later: take 0 (the "
-            "merge fused into the attention kernel)",
+            "merge",
+            "programmatic dependent launch (griddepcontrol) needs sm_90 or later: take 'fused' "
+            "(the merge inside the attention kernel)",
         )
 
 
 def refuse_unsplit_softmax(config, refuse) -> None:
-    """split_softmax's refusals (both tensor-core families, mla/mma/slices.cuh): the slices share
-    one row group's softmax between its column groups, and keep a row's position pairs in one
-    warp."""
-    if config.split_softmax and config.col_groups == 1:
-        refuse("split_softmax", "needs col_groups > 1: one column group has no softmax to share")
-    if config.split_softmax and 32 % (config.block_n // 2):
-        refuse("block_n", "split_softmax keeps a row's position pairs in one warp: 16, 32 or 64")
+    """softmax='split''s refusals (both tensor-core families, mla/mma/slices.cuh): the slices
+    share one row group's softmax between its column groups, and keep a row's position pairs in
+    one warp."""
+    split = config.softmax == "split"
+    if split and config.col_groups == 1:
+        refuse("softmax", "'split' needs col_groups > 1: one column group has no softmax to share")
+    if split and 32 % (config.block_n // 2):
+        refuse("block_n", "softmax='split' keeps a row's position pairs in one warp: 16, 32 or 64")
 
 
 def split_softmax_smem(m_tiles: int, block_n: int) -> int:
@@ -63,13 +65,13 @@ def split_softmax_smem(m_tiles: int, block_n: int) -> int:
 
 
 # The tensor-core path's own axes, each with the CUDA-core paths that take it too (the others
-# take it at 0)
+# take its default)
 MMA_AXES = {
     "min_blocks": (),
     "qk_ahead": (),
-    "split_softmax": (),
-    "pdl_combine": ("tiled",),
-    "specialize": (),
+    "softmax": (),
+    "merge": ("tiled",),
+    "body": (),
     "ring_slack": (),
 }
 
@@ -77,10 +79,11 @@ MMA_AXES = {
 def refuse_mma_axes(config, refuse, path: str) -> None:
     """Refuse (through `refuse`) the first tensor-core axis `config` sets that its CUDA-core
     path (`path`, for messages) does not take."""
+    defaults = {f.name: f.default for f in fields(config)}
     for field, also in MMA_AXES.items():
-        if config.compute not in also and getattr(config, field):
+        if config.compute not in also and getattr(config, field) != defaults[field]:
             takers = " and ".join(f"'{c}'" for c in ("mma", *also))
-            refuse(field, f"applies to compute={takers} only; {path} takes 0")
+            refuse(field, f"applies to compute={takers} only; {path} takes {defaults[field]!r}")
 
 
 def mma_warp_grid(latent_dim: int, config, rows: int, refuse) -> tuple[int, int, int]:

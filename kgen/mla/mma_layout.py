@@ -98,11 +98,12 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         )
     if config.heads_per_block > spec.heads:
         refuse("heads_per_block", f"at most heads={spec.heads}")
-    if spec.heads % config.heads_per_block and config.specialize:
+    specialized = config.body == "specialized"
+    if spec.heads % config.heads_per_block and specialized:
         refuse(
             "heads_per_block",
-            f"must divide heads={spec.heads} with specialize (ragged head groups, whose last "
-            "block holds fewer heads, take the row path's kernel only)",
+            f"must divide heads={spec.heads} with body='specialized' (ragged head groups, whose "
+            "last block holds fewer heads, take the 'rows' body only)",
         )
     if config.vec_width * spec.elem_bytes != 16:
         refuse(
@@ -121,7 +122,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     refuse_unsplit_softmax(config, refuse)
     rows = spec.q_len * config.heads_per_block
     refuse_pdl_below_sm90(config, arch, refuse)
-    if config.specialize:
+    if specialized:
         _refuse_unspecializable(config, refuse)
     if config.ring_slack:
         _refuse_unringable(config, refuse)
@@ -139,27 +140,28 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
             f"{config.min_blocks} blocks of {threads} threads exceed {arch.name}'s "
             f"{arch.max_threads_per_sm} threads per SM",
         )
-    # With specialize, the q role's half of the threads copies and each role is a warp grid
-    role = replace(config, num_warps=config.num_warps // 2) if config.specialize else config
+    # Specialized, the q role's half of the threads copies and each role is a warp grid
+    role = replace(config, num_warps=config.num_warps // 2) if specialized else config
     copiers = role.num_warps * 32
     if copiers % config.block_n:
-        copying = " of the q role" if config.specialize else ""
+        copying = " of the q role" if specialized else ""
         refuse(
             "block_n",
             f"must divide the {copiers} threads{copying} (each position is copied by as many)",
         )
     cols = config.col_groups
     m_tiles, row_groups, warp_m = mma_warp_grid(spec.latent_dim, role, rows, refuse)
-    if config.specialize and row_groups != 1:
+    if specialized and row_groups != 1:
         refuse(
-            "col_groups", f"specialize makes each role one row group: col_groups = {role.num_warps}"
+            "col_groups",
+            f"body='specialized' makes each role one row group: col_groups = {role.num_warps}",
         )
 
     row_bytes = swizzled_row_bytes(spec.head_dim)
     warp_k = math.ceil(spec.head_dim // 16 / cols)
     q_steps = warp_k if warp_m * warp_k * 4 <= Q_REGISTER_LIMIT else 0
     tight = arch.regs_per_sm // (threads * max(config.min_blocks, 1)) <= TIGHT_REGISTERS
-    if q_steps and tight and not config.specialize:  # (the q role holds no output)
+    if q_steps and tight and not specialized:  # (the q role holds no output)
         q_steps = spec.latent_dim // 16 // cols  # the rope k steps from shared memory
     q_registers = warp_m * 4 * q_steps
     q_col = min(q_steps * cols * 16, spec.head_dim)  # the first column of q in shared memory
@@ -167,9 +169,9 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     q_bytes = m_tiles * 16 * (q_chunks if q_chunks % 2 or not q_chunks else q_chunks + 1) * 16
     stage_bytes = config.smem_stages * config.block_n * row_bytes
     s_stride = config.block_n + (24 - config.block_n % 16) % 16
-    score_buffers = 2 if config.qk_ahead or config.specialize else 1
+    score_buffers = 2 if config.qk_ahead or specialized else 1
     score_bytes = score_buffers * cols * m_tiles * 16 * s_stride * 4
-    if config.split_softmax:
+    if config.softmax == "split":
         score_bytes += split_softmax_smem(m_tiles, config.block_n)
     ring_bytes = _round_up(2 * config.smem_stages * 8, 16) if config.ring_slack else 0
     smem = q_bytes + stage_bytes + score_bytes + 16 + ring_bytes
@@ -206,11 +208,12 @@ def _refuse_unringable(config: Config, refuse) -> None:
     with the split softmax (its barrier after the softmax keeps a row group's next partial scores
     off those its slower warps still read: without it they raced, racecheck's scheduling showed),
     and a copy lead of at least one tile."""
-    for field in ("specialize", "qk_ahead"):
-        if getattr(config, field):
-            refuse(field, "ring_slack takes the row path's loop without it: take 0")
-    if not config.split_softmax:
-        refuse("split_softmax", "ring_slack needs the split softmax's barrier after it: take 1")
+    if config.body != "rows":
+        refuse("body", "ring_slack takes the 'rows' body's loop: take 'rows'")
+    if config.qk_ahead:
+        refuse("qk_ahead", "ring_slack takes the row path's loop without it: take 0")
+    if config.softmax != "split":
+        refuse("softmax", "ring_slack needs the split softmax's barrier after it: take 'split'")
     if config.smem_stages - 1 - config.ring_slack < 1:
         refuse(
             "smem_stages",
@@ -220,34 +223,36 @@ def _refuse_unringable(config: Config, refuse) -> None:
 
 
 def _refuse_unspecializable(config: Config, refuse) -> None:
-    """specialize's refusals: two roles of whole warp grids, the split softmax."""
+    """body='specialized''s refusals: two roles of whole warp grids, the split softmax."""
     if config.num_warps < 2:
-        refuse("num_warps", "specialize splits the warps in two roles: at least 2")
-    if not config.split_softmax:
-        refuse("split_softmax", "specialize's softmax role shares P through shared memory: take 1")
+        refuse("num_warps", "body='specialized' splits the warps in two roles: at least 2")
+    if config.softmax != "split":
+        refuse(
+            "softmax", "body='specialized''s softmax role shares P through shared memory: 'split'"
+        )
     if config.qk_ahead:
-        refuse("qk_ahead", "specialize computes q.K^T ahead in a role of its own: take 0")
+        refuse("qk_ahead", "body='specialized' computes q.K^T ahead in a role of its own: take 0")
     if config.smem_stages < 3:
         refuse(
             "smem_stages",
-            "specialize keeps tiles i - 1 (P.V) and i + 1 (q.K^T) resident while the next loads: "
-            "at least 3 stages",
+            "body='specialized' keeps tiles i - 1 (P.V) and i + 1 (q.K^T) resident while the next "
+            "loads: at least 3 stages",
         )
 
 
 def _row_registers(
     config: Config, warp_m: int, o_tiles: int, n_tiles: int, q_registers: int
 ) -> int:
-    """The register estimate of the row path (rows on the m16 side); with specialize the larger
-    of the two roles' (the q role holds q and the scores, the softmax role the output)."""
-    if config.specialize:
+    """The register estimate of the row path (rows on the m16 side); specialized, the larger of
+    the two roles' (the q role holds q and the scores, the softmax role the output)."""
+    if config.body == "specialized":
         q_role = max(q_registers, warp_m * 4) + warp_m * n_tiles * 4 + 4 + REGISTER_OVERHEAD
         v_role = warp_m * o_tiles * 4 + warp_m * 4 + 4 + warp_m * 8 + REGISTER_OVERHEAD
         return max(q_role, v_role)
     return (
         warp_m * o_tiles * 4  # the output accumulator
         + (2 if config.qk_ahead else 1) * warp_m * n_tiles * 4  # scores (and the next tile's)
-        + warp_m * (4 if config.split_softmax else (config.block_n // 16) * 4)  # P fragments
+        + warp_m * (4 if config.softmax == "split" else (config.block_n // 16) * 4)  # P fragments
         + max(q_registers, warp_m * 4)  # q fragments
         + 4  # K/V fragments
         + warp_m * 8  # row states and draft bits

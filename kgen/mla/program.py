@@ -16,7 +16,7 @@ TEMPLATES = {
     "tiled": "mla/tiled.cu.jinja",
 }
 ATTENTION = "mla_attention"
-COMBINE = "mla_combine"  # the split-KV merge of pdl_combine configs
+COMBINE = "mla_combine"  # the split-KV merge of merge="pdl" configs
 MASK_KINDS = {"none": 0, "causal": 1, "tree": 2}
 Q_SOURCES = ("registers", "shared", "global")  # the template's Q_REGISTERS, Q_SHARED, Q_GLOBAL
 
@@ -102,16 +102,16 @@ def template_values(spec: Spec, config: Config, layout: Layout | MMALayout | Til
     """Every value the template binds, as validated Python values (kgen.render makes them C++)."""
     values = _op_values(spec, config, layout.rows)
     if isinstance(layout, TiledLayout):
-        return {**values, "qk_chunk": layout.qk_chunk, "pdl_combine": bool(config.pdl_combine)}
+        return {**values, "qk_chunk": layout.qk_chunk, "pdl_combine": config.merge == "pdl"}
     if isinstance(layout, MMALayout):
         return {
             **values,
             "col_groups": layout.col_groups,
             "min_blocks": config.min_blocks,
             "qk_ahead": bool(config.qk_ahead),
-            "split_softmax": bool(config.split_softmax),
-            "pdl_combine": bool(config.pdl_combine),
-            "specialize": bool(config.specialize),
+            "split_softmax": config.softmax == "split",
+            "pdl_combine": config.merge == "pdl",
+            "specialize": config.body == "specialized",
             "ring_slack": config.ring_slack,
             "q_register_steps": layout.q_register_steps,
             "smem_bytes": layout.main_smem,
@@ -137,6 +137,6 @@ def mla_program(spec: Spec, config: Config, layout: Layout | MMALayout | TiledLa
         name=f"mla_{spec.short_name()}_{config.short_name()}",
         template=TEMPLATES[config.compute],
         values=template_values(spec, config, layout),
-        entry_points=(ATTENTION, COMBINE) if config.pdl_combine else (ATTENTION,),
+        entry_points=(ATTENTION, COMBINE) if config.merge == "pdl" else (ATTENTION,),
         meta={"family": "mla", "spec": spec.to_dict(), "config": compiled_fields(config)},
     )

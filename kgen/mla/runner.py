@@ -4,7 +4,7 @@ A Runner is made by `kgen.mla.plan` (kgen/mla/api.py) with everything that depen
 shapes, dtypes, device and config already done: the kernel is loaded, the split-KV workspace is
 allocated (its counters zeroed) and the launch parameters are packed. `run` checks the tensors
 against the plan, writes their pointers into the packed parameters and launches once (twice for a
-pdl_combine config with several splits: the merge kernel follows the attention kernel): it does
+merge="pdl" config with several splits: the merge kernel follows the attention kernel): it does
 not compile, synchronise, or allocate device memory (given out= and lse=, and a packed or no
 mask), so many runs, one per layer, can be captured in one CUDA graph.
 """
@@ -221,7 +221,7 @@ class Runner:
         return out, lse
 
     def _send_both(self, stream: int) -> None:
-        """The attention kernel, then the split-KV merge that follows it (pdl_combine)."""
+        """The attention kernel, then the split-KV merge that follows it (merge="pdl")."""
         self._launch.launch(stream)
         self._combine.launch(stream)
 
@@ -307,11 +307,11 @@ class Runner:
 
 
 def combine_launch(kernel, groups: int, head_groups: int, device: int, params):
-    """The launch of a pdl_combine kernel's merge (mla_combine) for `groups` sequences (dense) or
+    """The launch of a merge="pdl" kernel's merge (mla_combine) for `groups` sequences (dense) or
     query tokens (sparse) of `head_groups` head groups each, sent right after the attention
     kernel; None where there is nothing to merge (one split, no rows) or the merge is fused."""
     config = kernel.config
-    if not (groups and config.kv_splits > 1 and config.pdl_combine):
+    if not (groups and config.kv_splits > 1 and config.merge == "pdl"):
         return None
     grid, block = workspace.combine_shape(
         groups, head_groups, kernel.layout.rows, kernel.spec.latent_dim, config.kv_splits

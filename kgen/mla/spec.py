@@ -6,13 +6,17 @@ import math
 from dataclasses import dataclass
 
 from kgen.dtypes import DTYPES
-from kgen.params import ConfigError, Params, Removed, accepts_former_names
+from kgen.params import ConfigError, Params, Removed, Renamed, accepts_former_names
 
 MAX_SPLITS = 1024  # the fused combine keeps a row's split weights in shared memory
 
 MASKS = ("none", "causal", "tree")
 MAX_Q_LEN = 64  # a draft-tree row is one 64-bit word
 COMPUTES = ("fma", "mma", "tiled")
+# The named values of the choices among alternatives (the first: the default)
+SOFTMAXES = ("warp", "split")  # who computes a tile's softmax
+MERGES = ("fused", "pdl")  # where the splits' partials merge
+BODIES = ("rows", "specialized")  # the tensor-core path's kernel body
 
 
 class AttentionShape:
@@ -89,16 +93,17 @@ def head_groups_of(spec: Spec, config: Config) -> int:
 @accepts_former_names
 @dataclass(frozen=True)
 class Config(Params):
-    """A design point.
+    """A design point. The rules between its axes (which combinations no kernel implements) are
+    kgen.mla.rules; what a block's resources allow on an arch, each path's planner (layout_for).
 
+    Every compute path:
     heads_per_block: heads one block serves (with all q_len rows), so a KV tile read once serves
       them all: 1 = most blocks and most re-reads, heads = fully amortised. It divides heads,
-      except on the mma row path (no specialize), where the last head group may
-      hold fewer heads: its block's other rows compute nothing anyone reads (e.g. 48-row 12-warp
-      blocks at H = 128: head groups of 48, 48 and 32 heads).
-    kv_splits: KV split count (flash-decoding), at most MAX_SPLITS; the splits of a group merge
-      their partial results in the same launch (templates/mla/combine.cuh). A launch parameter:
-      it does not change the compiled code.
+      except on the mma path's "rows" body, where the last head group may hold fewer heads: its
+      block's other rows compute nothing anyone reads (e.g. 48-row 12-warp blocks at H = 128:
+      head groups of 48, 48 and 32 heads).
+    kv_splits: KV split count (flash-decoding), at most MAX_SPLITS. A launch parameter: it does
+      not change the compiled code.
     vec_width: elements per global load (at most 16 bytes).
     smem_stages: 0 = KV from global memory straight into registers, 1 = through one shared tile,
       >= 2 = a cp.async pipeline that many tiles deep.
@@ -109,44 +114,52 @@ class Config(Params):
       and cp.async, float16/bfloat16 only) or "tiled" (CUDA cores on register tiles, float32
       only: 8 warps of 8 rows, at most 64 rows a block, KV tiles of 64 positions, vec_width 4;
       templates/mla/fma/tiled.cuh).
-    col_groups: mma only: warps that share a block's rows and split the 512 output columns (and
-      the 576 head dims of q.k) between them; the other num_warps / col_groups warps split rows.
-    min_blocks: mma only: blocks per SM the kernel's registers must allow (the minimum of
+
+    Only compute="mma" and "tiled" (sm_90 or later), the others take "fused":
+    merge: how the splits of a group merge their partial results. "fused": in the same launch
+      (templates/mla/combine.cuh); "pdl": in a kernel of its own (templates/mla/combine_kernel.cuh)
+      launched after the attention kernel with programmatic dependent launch, so the attention
+      kernel carries no merge code (its registers and schedule are the loop's alone) and the
+      merge can spread over more blocks and loads in flight. Two launches per call where
+      kv_splits > 1 (one in a CUDA graph).
+
+    The tensor-core path's own axes (compute="mma"; the other paths take their defaults):
+    col_groups: warps that share a block's rows and split the 512 output columns (and the 576
+      head dims of q.k) between them; the other num_warps / col_groups warps split rows.
+    min_blocks: blocks per SM the kernel's registers must allow (the minimum of
       __launch_bounds__). 0 leaves it to ptxas, which may cap registers for occupancy and spill;
       1 gives each thread the registers the code needs; N > 1 caps them at 1/N of the register file.
-    qk_ahead: mma only: 1 computes q.K of the next KV tile beside the softmax and P.V of this one
+    qk_ahead: 1 computes q.K of the next KV tile beside the softmax and P.V of this one
       (independent work for each warp to overlap, one barrier per tile; needs smem_stages >= 3).
-    split_softmax: mma only: 1 splits the whole softmax of a tile between the warps of a row group
-      (each sums, masks and exponentiates a slice of the scores once) and shares P through shared
-      memory, instead of every warp computing the softmax of all its rows' scores; needs
-      col_groups > 1.
-    pdl_combine: mma and tiled, sm_90 or later: 1 merges the split-KV partials in a kernel of their
-      own (templates/mla/combine_kernel.cuh), launched after the attention kernel with programmatic
-      dependent launch, instead of inside it: the attention kernel carries no merge code (its
-      registers and schedule are the loop's alone) and the merge can spread over more blocks and
-      loads in flight. Two launches per call where kv_splits > 1 (one in a CUDA graph).
-    specialize: mma only: 1 gives the block's warps two roles (templates/mla/mma/specialized.cuh):
-      the first num_warps / 2 copy the KV tiles and compute q.K^T's partial scores, the others run
-      the softmax and P.V a tile behind, so that the two phases of consecutive tiles overlap on
-      different warps; each role is one row group of col_groups = num_warps / 2 warps. Needs
-      split_softmax and smem_stages >= 3, excludes qk_ahead. Measured on the H200:
-      a few percent faster on memory-bound decode (H <= 16, H = 64 at B = 1), a third slower on
-      the compute-bound shapes (bench/RESULTS.md, sixteenth and seventeenth sessions).
-    ring_slack: mma row path with split_softmax (no specialize or qk_ahead): 0 keeps the block's
-      warps in step with a block barrier a KV tile; 1 synchronises the tile ring with a barrier a
-      stage instead (mbarrier: each thread's copies arrive as they land, each warp when done with
-      the tile), so the block's row groups may run a tile apart, the copies leading by
+    softmax: who computes a tile's softmax. "warp": every warp of a row group the softmax of all
+      its rows' scores; "split": the warps of a row group split it (each sums, masks and
+      exponentiates a slice of the scores once) and share P through shared memory (needs
+      col_groups > 1).
+    body: the kernel body. "rows": every warp copies, computes q.K^T, the softmax and P.V of its
+      rows (templates/mla/mma/kernel.cuh); "specialized": the block's warps in two roles
+      (templates/mla/mma/specialized.cuh): the first num_warps / 2 copy the KV tiles and compute
+      q.K^T's partial scores, the others run the softmax and P.V a tile behind, so that the two
+      phases of consecutive tiles overlap on different warps; each role is one row group of
+      col_groups = num_warps / 2 warps. Needs softmax="split" and smem_stages >= 3, excludes
+      qk_ahead (docs/decisions.md: where it is faster).
+    ring_slack: the "rows" body with the split softmax (no qk_ahead): 0 keeps the block's warps in
+      step with a block barrier a KV tile; 1 synchronises the tile ring with a barrier a stage
+      instead (mbarrier: each thread's copies arrive as they land, each warp when done with the
+      tile), so the block's row groups may run a tile apart, the copies leading by
       smem_stages - 2 tiles (at least 1). For blocks of several row groups (12 warps).
     """
 
     FORMER_NAMES = {
+        "split_softmax": Renamed("softmax", SOFTMAXES),
+        "pdl_combine": Renamed("merge", MERGES),
+        "specialize": Renamed("body", BODIES),
         "swap_rows": Removed(
             "the swapped-rows kernel body was removed: no shipped entry, default or measured "
-            "winner took it; blocks of at most 8 rows take the row body"
+            "winner took it; blocks of at most 8 rows take body='rows'"
         ),
         "split_reduce": Removed(
             "the split reduce was removed: no shipped entry, default or measured winner took "
-            "it; take split_softmax=1 (the split softmax sums the partials in its slices) or 0"
+            "it; take softmax='split' (it sums the partials in its slices) or 'warp'"
         ),
     }
 
@@ -160,9 +173,9 @@ class Config(Params):
     col_groups: int = 4
     min_blocks: int = 0
     qk_ahead: int = 0
-    split_softmax: int = 0
-    pdl_combine: int = 0
-    specialize: int = 0
+    softmax: str = "warp"
+    merge: str = "fused"
+    body: str = "rows"
     ring_slack: int = 0
 
     def __post_init__(self):
@@ -184,9 +197,9 @@ class Config(Params):
         self._require_int("col_groups", 1, 32)
         self._require_int("min_blocks", 0, 32)
         self._require_int("qk_ahead", 0, 1)
-        self._require_int("split_softmax", 0, 1)
-        self._require_int("pdl_combine", 0, 1)
-        self._require_int("specialize", 0, 1)
+        self._require_choice("softmax", SOFTMAXES)
+        self._require_choice("merge", MERGES)
+        self._require_choice("body", BODIES)
         if isinstance(self.ring_slack, int) and self.ring_slack > 1:
             raise ConfigError(
                 f"Config.ring_slack={self.ring_slack!r}: slack beyond one tile was removed (no "
@@ -199,14 +212,14 @@ class Config(Params):
             f"hb{self.heads_per_block}_v{self.vec_width}_st{self.smem_stages}"
             f"_w{self.num_warps}_n{self.block_n}"
         )
+        pdl = "_pc" if self.merge == "pdl" else ""
         if self.compute == "fma":
             return name
         if self.compute == "tiled":
-            return f"{name}_tiled" + ("_pc" if self.pdl_combine else "")
+            return f"{name}_tiled{pdl}"
         blocks = f"_mb{self.min_blocks}" if self.min_blocks else ""
         ahead = "_qa" if self.qk_ahead else ""
-        softmax = "_ss" if self.split_softmax else ""
-        pdl = "_pc" if self.pdl_combine else ""
-        roles = "_ws" if self.specialize else ""
+        softmax = "_ss" if self.softmax == "split" else ""
+        roles = "_ws" if self.body == "specialized" else ""
         ring = f"_rs{self.ring_slack}" if self.ring_slack else ""
         return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{softmax}{pdl}{roles}{ring}"

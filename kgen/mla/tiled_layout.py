@@ -48,11 +48,11 @@ def tiled_heads(spec: Spec) -> list[int]:
 
 
 def tiled_config(
-    heads_per_block: int, smem_stages: int, kv_splits: int = 1, pdl_combine: int = 0
+    heads_per_block: int, smem_stages: int, kv_splits: int = 1, merge: str = "fused", **former
 ) -> Config:
     """A compute='tiled' Config: the kernel fixes the rest of the block (8 warps, tiles of 64
-    positions, float4 copies). pdl_combine: the split-KV merge in a kernel of its own, as on the
-    tensor-core path (sm_90 and later)."""
+    positions, float4 copies). merge="pdl": the split-KV merge in a kernel of its own, as on the
+    tensor-core path (sm_90 and later). `former`: Config's former names (pdl_combine=1)."""
     return Config(
         heads_per_block=heads_per_block,
         kv_splits=kv_splits,
@@ -61,7 +61,8 @@ def tiled_config(
         num_warps=WARPS,
         block_n=BLOCK_N,
         compute="tiled",
-        pdl_combine=pdl_combine,
+        merge=merge,
+        **former,
     )
 
 

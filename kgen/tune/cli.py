@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from kgen.mla.sparse.spec import GATHER_BYTES, MAX_TOPK
-from kgen.mla.spec import MAX_Q_LEN
+from kgen.mla.spec import BODIES, MAX_Q_LEN, MERGES, SOFTMAXES
 from kgen.params import ParamError
 from kgen.tune.space import DEFAULT_GRID, Axes, GridError, case_from_dict, load_grid
 from kgen.tune.sparse_space import SparseAxes
@@ -26,19 +26,6 @@ MMA_AXES = {
     "col_groups": (1, 32, "warps that share a block's rows and split its output columns"),
     "min_blocks": (0, 32, "blocks per SM the registers must allow (0: ptxas decides)"),
     "qk_ahead": (0, 1, "1 = q.K of the next tile beside softmax and P.V of this one"),
-    "split_softmax": (
-        0,
-        1,
-        "1 = each tile's softmax split in slices between a row group's warps, P shared through "
-        "shared memory",
-    ),
-    "pdl_combine": (
-        0,
-        1,
-        "1 = the split-KV merge in a kernel of its own, launched with programmatic dependent "
-        "launch (sm_90 and later)",
-    ),
-    "specialize": (0, 1, "1 = warps in two roles: q.K^T and the copies, softmax and P.V behind"),
     "ring_slack": (
         0,
         1,
@@ -46,12 +33,33 @@ MMA_AXES = {
         "tile apart",
     ),
 }
+# The axes of named values (--softmax warp split, ...; defaults: Axes): the values, what they do
+NAMED_AXES = {
+    "softmax": (
+        SOFTMAXES,
+        "mma and sparse: a tile's softmax computed whole by every warp of a row group (warp), or "
+        "in slices between them, P shared through shared memory (split)",
+    ),
+    "merge": (
+        MERGES,
+        "mma, tiled and sparse: the split-KV merge in the attention kernel (fused), or in a "
+        "kernel of its own launched with programmatic dependent launch, sm_90 and later (pdl)",
+    ),
+    "body": (
+        BODIES,
+        "mma: the kernel body: every warp copies, computes q.K^T, softmax and P.V of its rows "
+        "(rows), or warps in two roles: copies and q.K^T, softmax and P.V a tile behind "
+        "(specialized)",
+    ),
+}
+# Former flags of renamed axes, for one release: 0/1 are the axis' two values (CHANGELOG.md)
+FORMER_FLAGS = {"--split-softmax": "softmax", "--pdl-combine": "merge", "--specialize": "body"}
 # Flags of axes that were removed: refused with what to do instead
 REMOVED_FLAGS = {
     "--swap-rows": "the swapped-rows kernel body was removed (no shipped entry, default or "
     "measured winner took it): drop the flag",
     "--split-reduce": "the split reduce was removed (no shipped entry, default or measured "
-    "winner took it): drop the flag (--split-softmax 0 1 sweeps the softmax)",
+    "winner took it): drop the flag (--softmax warp split sweeps the softmax)",
 }
 # A single shape's options, with their defaults: given with --grid they would be ignored.
 SHAPE_DEFAULTS = {
@@ -110,6 +118,20 @@ def _tile(low_stages: int):
         return pair
 
     return parse
+
+
+class _FormerFlag(argparse.Action):
+    """A former flag of a renamed axis: its 0/1 values become the axis' named values, with a
+    note on stderr."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        named = NAMED_AXES[self.dest][0]
+        print(
+            f"{parser.prog}: {option_string} is deprecated (CHANGELOG.md): use --{self.dest} "
+            + " ".join(named[v] for v in values),
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, [named[v] for v in values])
 
 
 class _RemovedFlag(argparse.Action):
@@ -185,6 +207,18 @@ def add_sweep_parser(commands) -> None:
             nargs="+",
             default=list(getattr(Axes(), field)),
             help=f"mma axis values: {help}",
+        )
+    for field, (values, help) in NAMED_AXES.items():
+        p.add_argument(
+            "--" + field,
+            choices=values,
+            nargs="+",
+            default=list(getattr(Axes(), field)),
+            help=f"axis values: {help} (default: %(default)s)",
+        )
+    for flag, field in FORMER_FLAGS.items():
+        p.add_argument(
+            flag, dest=field, type=_int(0, 1), nargs="+", action=_FormerFlag, help=argparse.SUPPRESS
         )
     for flag in REMOVED_FLAGS:
         p.add_argument(flag, nargs="*", action=_RemovedFlag, help=argparse.SUPPRESS)
@@ -321,7 +355,7 @@ def _options(args, cases, error):
         num_warps=tuple(args.num_warps),
         vec_width=tuple(args.vec_width) if args.vec_width else None,
         computes=tuple(args.compute),
-        **{field: tuple(getattr(args, field)) for field in MMA_AXES},
+        **{field: tuple(getattr(args, field)) for field in (*MMA_AXES, *NAMED_AXES)},
         **({"mma_stage_tiles": tuple(args.mma_tiles)} if args.mma_tiles else {}),
     )
     sparse_axes = SparseAxes(
@@ -329,8 +363,8 @@ def _options(args, cases, error):
         num_warps=tuple(args.num_warps),
         col_groups=tuple(args.col_groups),
         min_blocks=tuple(args.min_blocks),
-        pdl_combine=tuple(args.pdl_combine),
-        split_softmax=tuple(args.split_softmax),
+        merge=tuple(args.merge),
+        softmax=tuple(args.softmax),
         gather_bytes=tuple(args.gather_bytes),
         dequant=tuple(args.dequant),
         **({"shared_tiles": tuple(args.sparse_tiles)} if args.sparse_tiles else {}),

@@ -118,16 +118,16 @@ def config_name(c: dict, splits: bool = True) -> str:
             f"hb{c['heads_per_block']}{split} n{c['block_n']} st{c['smem_stages']} "
             f"g{c['gather_bytes']} w{c['num_warps']} c{c['col_groups']} {c['dequant'][:3]}"
             + (f" mb{c['min_blocks']}" if c.get("min_blocks") else "")
-            + (" pc" if c.get("pdl_combine") else "")
-            + (" ss" if c.get("split_softmax") else "")
+            + (" pc" if c.get("merge") == "pdl" else "")
+            + (" ss" if c.get("softmax") == "split" else "")
         )
-    axes = ""  # the tensor-core path's axes, and pdl_combine wherever it is set
+    axes = ""  # the tensor-core path's axes, and the PDL merge wherever it is set
     if c.get("compute") == "mma":
         axes = f" mma c{c['col_groups']}" + (f" mb{c['min_blocks']}" if c.get("min_blocks") else "")
         axes += " qa" if c.get("qk_ahead") else ""
-        axes += " ss" if c.get("split_softmax") else ""
-    axes += " pc" if c.get("pdl_combine") else ""
-    axes += " ws" if c.get("specialize") else ""
+        axes += " ss" if c.get("softmax") == "split" else ""
+    axes += " pc" if c.get("merge") == "pdl" else ""
+    axes += " ws" if c.get("body") == "specialized" else ""
     axes += f" rs{c['ring_slack']}" if c.get("ring_slack") else ""
     return (
         f"hb{c['heads_per_block']}{split} v{c['vec_width']} st{c['smem_stages']} "

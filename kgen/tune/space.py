@@ -39,9 +39,9 @@ class Axes:
     col_groups: tuple[int, ...] = (2, 4, 8)
     min_blocks: tuple[int, ...] = (0, 1)
     qk_ahead: tuple[int, ...] = (0, 1)
-    split_softmax: tuple[int, ...] = (0, 1)
-    pdl_combine: tuple[int, ...] = (0,)  # opt-in (kgen sweep --pdl-combine 0 1): sm_90 and later
-    specialize: tuple[int, ...] = (0, 1)
+    softmax: tuple[str, ...] = ("warp", "split")
+    merge: tuple[str, ...] = ("fused",)  # opt-in (kgen sweep --merge fused pdl): sm_90 and later
+    body: tuple[str, ...] = ("rows", "specialized")
     # mma: also 12-warp blocks of three 16-row groups (4 column groups each) where the rows of
     # 48 / q_len heads (a ragged last head group where they do not divide H) or of a divisor of
     # H make three m16 tiles: what fits sm_120 at 12 warps an SM (kgen.mla.heuristic)
@@ -211,11 +211,11 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
     if "tiled" in axes.computes and spec.dtype == "float32":
         fitting = set(tiled_heads(spec))
         configs += [
-            tiled_config(h, st, pdl_combine=pc)
+            tiled_config(h, st, merge=m)
             for h in hpbs
             if h in fitting
             for st in axes.tiled_stages
-            for pc in axes.pdl_combine
+            for m in axes.merge
         ]
     if "mma" in axes.computes and spec.dtype != "float32":
         configs += [
@@ -229,9 +229,9 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                 col_groups=c,
                 min_blocks=b,
                 qk_ahead=a,
-                split_softmax=f,
-                pdl_combine=pc,
-                specialize=ws,
+                softmax=f,
+                merge=m,
+                body=ws,
             )
             for h in hpbs
             for w in axes.num_warps
@@ -241,11 +241,11 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
             for b in axes.min_blocks
             for a in axes.qk_ahead
             if st >= 3 or not a
-            for f in axes.split_softmax
-            if c > 1 or not f
-            for pc in axes.pdl_combine
-            for ws in axes.specialize
-            if not ws or (2 * c == w and f and not a and st >= 3)
+            for f in axes.softmax
+            if c > 1 or f == "warp"
+            for m in axes.merge
+            for ws in axes.body
+            if ws == "rows" or (2 * c == w and f == "split" and not a and st >= 3)
         ]
         if 1 in axes.three_row_groups:
             configs += [
@@ -255,8 +255,8 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                     block_n=n,
                     min_blocks=b,
                     qk_ahead=a,
-                    split_softmax=f,
-                    pdl_combine=pc,
+                    softmax=f,
+                    merge=m,
                     ring_slack=k,
                 )
                 for h in _three_group_heads(spec, hpbs)
@@ -264,10 +264,10 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                 for b in axes.min_blocks
                 for a in axes.qk_ahead
                 if st >= 3 or not a
-                for f in axes.split_softmax
-                for pc in axes.pdl_combine
+                for f in axes.softmax
+                for m in axes.merge
                 for k in axes.ring_slack
-                if not k or (f and not a and st - 1 - k >= 1)
+                if not k or (f == "split" and not a and st - 1 - k >= 1)
             ]
     return configs
 

@@ -32,8 +32,8 @@ class SparseAxes:
     gather_bytes: tuple[int, ...] = (8, 16)
     dequant: tuple[str, ...] = ("shared", "registers")
     min_blocks: tuple[int, ...] = (0, 1)
-    pdl_combine: tuple[int, ...] = (0,)  # opt-in (kgen sweep --pdl-combine 0 1): sm_90 and later
-    split_softmax: tuple[int, ...] = (0, 1)
+    merge: tuple[str, ...] = ("fused",)  # opt-in (kgen sweep --merge fused pdl): sm_90 and later
+    softmax: tuple[str, ...] = ("warp", "split")
 
 
 def enumerate_sparse_configs(spec: SparseSpec, axes: SparseAxes = SparseAxes()) -> list:
@@ -54,8 +54,8 @@ def enumerate_sparse_configs(spec: SparseSpec, axes: SparseAxes = SparseAxes()) 
             gather_bytes=g,
             dequant=d,
             min_blocks=b,
-            pdl_combine=pc,
-            split_softmax=ss,
+            merge=m,
+            softmax=f,
         )
         for h in hpbs
         for w in axes.num_warps
@@ -64,8 +64,8 @@ def enumerate_sparse_configs(spec: SparseSpec, axes: SparseAxes = SparseAxes()) 
         for d, st, n in pipelines
         for g in axes.gather_bytes
         for b in axes.min_blocks
-        for pc in axes.pdl_combine
-        for ss in axes.split_softmax
+        for m in axes.merge
+        for f in axes.softmax
     ]
 
 

@@ -48,7 +48,7 @@ class SparseLayout:
     stage_bytes: int  # the cp.async stages (raw fp8 or 16-bit tiles)
     tile_bytes: int  # dequantized 16-bit tiles (fp8 only)
     score_bytes: int
-    softmax_bytes: int  # split_softmax: 16-bit P, then a rescale factor (later m) and l per row
+    softmax_bytes: int  # softmax="split": 16-bit P, then a rescale factor (later m) and l per row
     slot_bytes: int  # the cache slot of every row of every stage (-1: masked)
     scale_bytes: int  # fp8: the 4 float32 scales of every row of every dequantized tile
     gather_items: int  # gather instructions per thread per tile
@@ -122,7 +122,7 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
     score_bytes = cols * m_tiles * 16 * s_stride * 4
     slot_bytes = max(config.smem_stages, 2) * block_n * 4
     scale_bytes = (tile_bytes // tile_row_bytes) * fp8.GROUPS * 4  # per dequantized tile row
-    softmax_bytes = split_softmax_smem(m_tiles, block_n) if config.split_softmax else 0
+    softmax_bytes = split_softmax_smem(m_tiles, block_n) if config.softmax == "split" else 0
     smem = (
         q_bytes + stage_bytes + tile_bytes + score_bytes + slot_bytes + scale_bytes + softmax_bytes
     )

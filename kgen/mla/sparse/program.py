@@ -71,8 +71,8 @@ def template_values(spec: SparseSpec, config: SparseConfig, layout: SparseLayout
         "min_blocks": config.min_blocks,
         "q_in_registers": layout.q_in_registers,
         "smem_bytes": layout.main_smem,
-        "pdl_combine": bool(config.pdl_combine),
-        "split_softmax": bool(config.split_softmax),
+        "pdl_combine": config.merge == "pdl",
+        "split_softmax": config.softmax == "split",
     }
 
 
@@ -91,7 +91,7 @@ def sparse_program(spec: SparseSpec, config: SparseConfig, layout: SparseLayout)
         name=f"mla_{spec.short_name()}_{config.short_name()}",
         template=TEMPLATE,
         values=template_values(spec, config, layout),
-        entry_points=(ATTENTION, COMBINE) if config.pdl_combine else (ATTENTION,),
+        entry_points=(ATTENTION, COMBINE) if config.merge == "pdl" else (ATTENTION,),
         meta={
             "family": "mla_sparse",
             "spec": compiled_spec(spec),

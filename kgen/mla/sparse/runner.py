@@ -190,7 +190,7 @@ class SparseRunner:
 
     def _send(self, stream: int) -> None:
         self._launch.launch(stream)
-        if self._combine is not None:  # pdl_combine: the merge follows
+        if self._combine is not None:  # merge="pdl": the merge follows
             self._combine.launch(stream)
 
     def _bind_checked(self, q, kv_cache, indices, out, lse) -> None:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from kgen.dtypes import DTYPES
 from kgen.mla.sparse import fp8
-from kgen.mla.spec import MAX_SPLITS, AttentionShape
-from kgen.params import Params
+from kgen.mla.spec import MAX_SPLITS, MERGES, SOFTMAXES, AttentionShape
+from kgen.params import Params, Renamed, accepts_former_names
 
 KV_FORMATS = ("fp8", "bf16")
 DEQUANTS = ("shared", "registers")
@@ -56,6 +56,7 @@ class SparseSpec(AttentionShape, Params):
         return f"sparse_{dt}_{self.kv_format}_h{self.heads}_t{self.q_len}_p{self.page_size}"
 
 
+@accepts_former_names
 @dataclass(frozen=True)
 class SparseConfig(Params):
     """A design point of the sparse family (tensor cores: mma.sync m16n8k16, fp32 accumulate).
@@ -74,13 +75,18 @@ class SparseConfig(Params):
       values in shared memory; 'registers': global loads into registers (one tile ahead),
       dequantized there and stored as the 16-bit tile ldmatrix reads.
     min_blocks: blocks per SM the registers must allow (__launch_bounds__; 0: ptxas decides).
-    pdl_combine: sm_90 or later: 1 merges the splits' partials in a kernel of their own
-      (templates/mla/combine_kernel.cuh, the dense family's), launched after the attention kernel
-      with programmatic dependent launch, instead of inside it.
-    split_softmax: 1 splits each tile's softmax between a row group's warps (each sums the
-      partial scores of a slice of the tile and shares P through shared memory), as the dense
-      family's split_softmax; 0: every warp of a row group runs the whole softmax of its rows.
+    merge: as the dense family's Config.merge: "fused" merges the splits' partials in the same
+      launch; "pdl" (sm_90 or later) in a kernel of their own (templates/mla/combine_kernel.cuh),
+      launched after the attention kernel with programmatic dependent launch.
+    softmax: as the dense family's Config.softmax: "warp": every warp of a row group runs the
+      whole softmax of its rows; "split": a row group's warps split each tile's softmax (each
+      sums the partial scores of a slice of the tile) and share P through shared memory.
     """
+
+    FORMER_NAMES = {
+        "pdl_combine": Renamed("merge", MERGES),
+        "split_softmax": Renamed("softmax", SOFTMAXES),
+    }
 
     heads_per_block: int = 16
     kv_splits: int = 1
@@ -91,8 +97,8 @@ class SparseConfig(Params):
     col_groups: int = 4
     dequant: str = "shared"
     min_blocks: int = 0
-    pdl_combine: int = 0
-    split_softmax: int = 0
+    merge: str = "fused"
+    softmax: str = "warp"
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
@@ -107,13 +113,13 @@ class SparseConfig(Params):
         self._require_int("col_groups", 1, 32)
         self._require_choice("dequant", DEQUANTS)
         self._require_int("min_blocks", 0, 32)
-        self._require_int("pdl_combine", 0, 1)
-        self._require_int("split_softmax", 0, 1)
+        self._require_choice("merge", MERGES)
+        self._require_choice("softmax", SOFTMAXES)
 
     def short_name(self) -> str:
         blocks = f"_mb{self.min_blocks}" if self.min_blocks else ""
-        pdl = "_pc" if self.pdl_combine else ""
-        split = "_ss" if self.split_softmax else ""
+        pdl = "_pc" if self.merge == "pdl" else ""
+        split = "_ss" if self.softmax == "split" else ""
         return (
             f"hb{self.heads_per_block}_n{self.block_n}_st{self.smem_stages}_g{self.gather_bytes}"
             f"_w{self.num_warps}_c{self.col_groups}_{self.dequant[:3]}{blocks}{pdl}{split}"
