@@ -114,7 +114,7 @@ def _mma(facts: Facts, hpb: int, warps: int, cols: int, stages: int, n: int, min
         compute="mma",
         col_groups=cols,
         min_blocks=min_blocks,
-        split_softmax=1,
+        softmax="split",
     )
 
 
@@ -151,7 +151,7 @@ def _three_row(facts: Facts):
     if spec.q_len == 1:
         if spec.masks_nothing and spec.heads % THREE_ROWS == 0:
             yield three_row_config(
-                THREE_ROWS, smem_stages=3 + slack, min_blocks=1, split_softmax=1, ring_slack=slack
+                THREE_ROWS, smem_stages=3 + slack, min_blocks=1, softmax="split", ring_slack=slack
             )
         return
     if THREE_ROWS % spec.q_len or THREE_ROWS // spec.q_len > spec.heads:
@@ -160,14 +160,14 @@ def _three_row(facts: Facts):
     padded = math.ceil(spec.heads / heads) * heads
     if padded - spec.heads <= THREE_ROW_MAX_IDLE * padded:
         yield three_row_config(
-            heads, smem_stages=4, min_blocks=1, split_softmax=1, ring_slack=slack
+            heads, smem_stages=4, min_blocks=1, softmax="split", ring_slack=slack
         )
 
 
 def _mma_last_resorts(facts: Facts):
     """One head a block: three row groups, else two or four (draft rows past two m16 tiles)."""
     for stages in (4, 3, 2):
-        yield three_row_config(1, smem_stages=stages, min_blocks=1, split_softmax=1)
+        yield three_row_config(1, smem_stages=stages, min_blocks=1, softmax="split")
     for warps, stages in itertools.product((8, 16), (3, 2)):
         yield _mma(facts, 1, warps=warps, cols=4, stages=stages, n=16, min_blocks=1)
 
@@ -291,7 +291,7 @@ def _specialised(facts: Facts, chosen: Config, accept: Accept):
     """`chosen` with warps in two roles, 16-position tiles four deep (87 KB), where it fits:
     alone on an SM only where the SM is small (the measured case)."""
     fields = dict(smem_stages=4, block_n=16, num_warps=8, col_groups=4, min_blocks=0)
-    config = replace(chosen, **fields, specialize=1)  # (RULES' blocks split the softmax)
+    config = replace(chosen, **fields, body="specialized")  # (RULES' blocks split the softmax)
     layout = _fitting(facts, config, at_least(1 if facts.small_sm else 2))
     return None if layout is None or not accept(_with_pdl(config, facts.arch)) else (config, layout)
 
@@ -369,7 +369,8 @@ def _one_wave(config: Config, layout, facts: Facts, max_seq_len: int) -> tuple[i
 def _with_pdl(config: Config, arch: Arch) -> Config:
     """`config` with the split-KV merge in a kernel of its own wherever the arch has programmatic
     dependent launch (docs/decisions.md: pdl merge)."""
-    return replace(config, pdl_combine=int(config.compute == "mma" and arch.has_pdl))
+    pdl = config.compute == "mma" and arch.has_pdl
+    return replace(config, merge="pdl" if pdl else "fused")
 
 
 def one_wave_splits(

@@ -133,10 +133,10 @@ def default_sparse_config(spec: SparseSpec, batch: int, arch: Arch, sm_count: in
         most = math.ceil(spec.topk / config.block_n)
     splits = min(most, max(1, wave // blocks), SPLIT_LIMIT)
     # the merge in a kernel of its own where the arch has it (docs/decisions.md: sparse pdl merge)
-    config = replace(config, kv_splits=splits, pdl_combine=int(arch.has_pdl))
+    config = replace(config, kv_splits=splits, merge="pdl" if arch.has_pdl else "fused")
     tiles = math.ceil(math.ceil(spec.topk / config.block_n) / splits)
     if tiles >= SPLIT_SOFTMAX_TILES:  # (docs/decisions.md: sparse split softmax)
-        split = replace(config, split_softmax=1)
+        split = replace(config, softmax="split")
         try:
             sparse_layout_for(spec, split, arch)  # its P buffer must fit too
             config = split
