@@ -16,6 +16,7 @@ from kgen.mla import Config, ConfigError, Spec, build, layout_for, workspace
 from kgen.mla.heuristic import default_config
 from kgen.mla.mma_layout import three_row_config
 from kgen.mla.program import mla_program
+from kgen.mla.rules import DENSE, broken_rule
 from kgen.mla.spec import head_groups_of
 from kgen.mla.tiled_layout import tiled_config
 from kgen.params import ParamError
@@ -85,6 +86,48 @@ def test_invalid_configs_are_refused_before_compiling(data):
         assert layout.dynamic_smem <= arch.smem_per_block
 
 
+@st.composite
+def any_axes(draw, spec: Spec) -> Config:
+    """A Config of any values of the axes, each valid on its own, most combinations not."""
+    compute = draw(st.sampled_from(["fma", "mma", "tiled"]))
+    return Config(
+        heads_per_block=draw(st.sampled_from([1, 2, 3, 4, 8, 16, spec.heads])),
+        vec_width=draw(st.sampled_from([4, 8])),
+        smem_stages=draw(st.integers(0, 5)),
+        num_warps=draw(st.sampled_from([1, 2, 4, 8] + [12] * (compute == "mma"))),
+        block_n=draw(st.sampled_from([8, 16, 24, 32, 48, 64, 128])),
+        compute=compute,
+        col_groups=draw(st.sampled_from([1, 2, 4, 4, 8])),
+        min_blocks=draw(st.sampled_from([0, 0, 1])),
+        qk_ahead=draw(st.sampled_from([0, 0, 1])),
+        softmax=draw(st.sampled_from(["warp", "split"])),
+        merge=draw(st.sampled_from(["fused", "fused", "pdl"])),
+        body=draw(st.sampled_from(["rows", "rows", "specialized"])),
+        ring_slack=draw(st.sampled_from([0, 0, 1])),
+    )
+
+
+@settings(max_examples=400)
+@given(data=st.data())
+def test_build_refuses_by_the_rules_the_sweep_enumerates_by(data):
+    """kgen.mla.rules, written once: a config that breaks a rule is refused by layout_for (so by
+    build and the heuristic) naming that rule's field and reason, on every arch, unless a spec
+    the path cannot take is refused first (compute, vec_width); one that layout_for accepts
+    breaks no rule. The sweep enumerates only what the rules allow (test_tune)."""
+    spec = data.draw(specs(max_q_len=64), label="spec")
+    config = data.draw(any_axes(spec), label="config")
+    rule = broken_rule(spec, config, DENSE)
+    for arch in ("sm_80", "sm_90", "sm_120"):
+        try:
+            layout_for(spec, config, ARCHS[arch])
+        except ConfigError as err:
+            field = re.match(r"Config\.(\w+)=", str(err)).group(1)
+            if rule is not None and field not in ("compute", "vec_width"):
+                assert field == rule.field and rule.reason.split("{")[0] in str(err), (rule, err)
+        else:
+            assert rule is None, rule
+
+
 @contextlib.contextmanager
 def compiler_disabled():
     def no_compiling(*args, **kwargs):
@@ -148,13 +191,13 @@ def compiler_disabled():
             Spec(heads=8, q_len=4, mask="causal"),
             replace(WS, col_groups=2),
             "col_groups",
-            "col_groups = 4",
+            "col_groups = num_warps / 2",
         ),
         (Spec(heads=8), replace(WS, qk_ahead=1), "qk_ahead", "take 0"),
         # ragged head groups: the mma row path only
         (Spec(heads=8), Config(heads_per_block=3), "heads_per_block", "must divide heads=8"),
         (Spec(heads=8, dtype="float32"), tiled_config(3, 2), "heads_per_block", "divide heads=8"),
-        (Spec(heads=8), replace(WS, heads_per_block=3), "heads_per_block", "specialized"),
+        (Spec(heads=8), replace(WS, heads_per_block=3), "heads_per_block", "body='rows' only"),
         (Spec(heads=8), replace(MMA, heads_per_block=9), "heads_per_block", "at most heads=8"),
     ],
 )

@@ -98,7 +98,12 @@ def test_default_configs_fit_sm120(batch):
         (SparseSpec(heads=16), SparseConfig(heads_per_block=3), "heads_per_block", "divide"),
         (SparseSpec(heads=16), SparseConfig(block_n=24), "block_n", "multiple of 16"),
         (SparseSpec(heads=16), SparseConfig(block_n=128), "block_n", "up to 64"),
-        (SparseSpec(heads=16), SparseConfig(num_warps=1, block_n=64), "block_n", "divide the 32"),
+        (
+            SparseSpec(heads=16),
+            SparseConfig(num_warps=1, col_groups=1, block_n=64),
+            "block_n",
+            "divide the 32",
+        ),
         (
             SparseSpec(heads=16, kv_format="bf16"),
             SparseConfig(dequant="registers"),

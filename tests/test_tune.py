@@ -17,6 +17,7 @@ from kgen import __version__
 from kgen.arch import ARCHS
 from kgen.mla import Config, Spec, layout_for
 from kgen.mla.heuristic import default_config
+from kgen.mla.rules import DENSE
 from kgen.mla.tuning import TuningDB, bucket, code_stamp, staleness
 from kgen.tune.space import (
     Axes,
@@ -75,6 +76,9 @@ def test_enumeration_and_pruning():
     fma_wide = Config(heads_per_block=4, smem_stages=0, num_warps=4, block_n=4)
     assert refused[fma_wide].startswith("soft: about 272 registers per thread")
     assert Config(heads_per_block=1, smem_stages=2, num_warps=4, block_n=16) in pruned.kept
+    # the rules between axes were applied once, by the enumeration: pruning refuses by resources
+    reasons = [rule.reason.split("{")[0] for rule in DENSE]
+    assert not [r for _, r in pruned.refused if any(x in r for x in reasons)]
     hard = [r for _, r in pruned.refused if r.startswith("Config.")]
     soft = [r for _, r in pruned.refused if r.startswith("soft: ")]
     assert hard and soft and len(hard) + len(soft) == len(pruned.refused)

@@ -14,9 +14,9 @@ from kgen.mla.layout_rules import (
     Q_REGISTER_BUDGET,
     REGISTER_OVERHEAD,
     combine_smem,
-    refuse_mma_axes,
     refuser,
 )
+from kgen.mla.rules import DENSE, refuse_broken
 from kgen.mla.spec import Config, Spec
 
 
@@ -59,9 +59,7 @@ def _round_up(x: int, unit: int) -> int:
 def plan_fma(spec: Spec, config: Config, arch: Arch) -> Layout:
     refuse = refuser(spec, config, arch)
     vec, esize = config.vec_width, spec.elem_bytes
-    refuse_mma_axes(config, refuse, "the FMA path")
-    if spec.heads % config.heads_per_block:
-        refuse("heads_per_block", f"must divide heads={spec.heads}")
+    refuse_broken(spec, config, DENSE, refuse)
     if vec * esize > MAX_LOAD_BYTES:
         refuse(
             "vec_width",

@@ -6,7 +6,6 @@ warp grid and tile row sizes. `kgen.mla.layout.layout_for` dispatches to the pat
 from __future__ import annotations
 
 import math
-from dataclasses import fields
 
 from kgen.arch import Arch
 from kgen.mla.spec import MAX_SPLITS
@@ -47,52 +46,18 @@ def refuse_pdl_below_sm90(config, arch: Arch, refuse) -> None:
         )
 
 
-def refuse_unsplit_softmax(config, refuse) -> None:
-    """softmax='split''s refusals (both tensor-core families, mla/mma/slices.cuh): the slices
-    share one row group's softmax between its column groups, and keep a row's position pairs in
-    one warp."""
-    split = config.softmax == "split"
-    if split and config.col_groups == 1:
-        refuse("softmax", "'split' needs col_groups > 1: one column group has no softmax to share")
-    if split and 32 % (config.block_n // 2):
-        refuse("block_n", "softmax='split' keeps a row's position pairs in one warp: 16, 32 or 64")
-
-
 def split_softmax_smem(m_tiles: int, block_n: int) -> int:
     """The split softmax's shared memory (both tensor-core families): 16-bit P rows of block_n + 8
     (ldmatrix rows on distinct banks), then a rescale factor (later m) and l per row."""
     return m_tiles * 16 * ((block_n + 8) * 2 + 2 * 4)
 
 
-# The tensor-core path's own axes, each with the CUDA-core paths that take it too (the others
-# take its default)
-MMA_AXES = {
-    "min_blocks": (),
-    "qk_ahead": (),
-    "softmax": (),
-    "merge": ("tiled",),
-    "body": (),
-    "ring_slack": (),
-}
-
-
-def refuse_mma_axes(config, refuse, path: str) -> None:
-    """Refuse (through `refuse`) the first tensor-core axis `config` sets that its CUDA-core
-    path (`path`, for messages) does not take."""
-    defaults = {f.name: f.default for f in fields(config)}
-    for field, also in MMA_AXES.items():
-        if config.compute not in also and getattr(config, field) != defaults[field]:
-            takers = " and ".join(f"'{c}'" for c in ("mma", *also))
-            refuse(field, f"applies to compute={takers} only; {path} takes {defaults[field]!r}")
-
-
 def mma_warp_grid(latent_dim: int, config, rows: int, refuse) -> tuple[int, int, int]:
     """(m_tiles, row_groups, warp_m) of the tensor-core paths' warp grid: num_warps /
     col_groups row groups share `rows` rows padded to m16 tiles, col_groups split the output
-    columns in n16 pieces. Refuses (through `refuse`) a grid that does not tile them."""
+    columns in n16 pieces. Refuses (through `refuse`) a grid that does not tile them (that
+    col_groups divides num_warps is kgen.mla.rules')."""
     cols = config.col_groups
-    if config.num_warps % cols:
-        refuse("col_groups", f"must divide num_warps={config.num_warps}")
     if latent_dim // 8 % (2 * cols):
         refuse("col_groups", f"must split the {latent_dim} output columns into n16 pieces")
     m_tiles = math.ceil(rows / 16)

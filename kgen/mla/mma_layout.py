@@ -16,14 +16,13 @@ from kgen.mla.layout_rules import (
     combine_smem,
     mma_warp_grid,
     refuse_pdl_below_sm90,
-    refuse_unsplit_softmax,
     refuser,
     split_softmax_smem,
     swizzled_row_bytes,
 )
+from kgen.mla.rules import DENSE, refuse_broken
 from kgen.mla.spec import Config, Spec
 
-MAX_BLOCK_N = 64  # the draft scan keeps one bit per position in a 64-bit word
 REGISTER_OVERHEAD = 40  # indices, pointers, row states, loop state: an allowance
 Q_REGISTER_LIMIT = 40  # q fragments a warp keeps in registers; beyond, q lives in shared memory
 TIGHT_REGISTERS = 128  # at most this many per thread (16 warps a block, or 2 blocks of 8 per SM):
@@ -96,15 +95,6 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
             f"'mma' takes float16 or bfloat16 inputs, not {spec.dtype} (float32 stays on 'fma': "
             "TF32 would miss the 1e-5 tolerance)",
         )
-    if config.heads_per_block > spec.heads:
-        refuse("heads_per_block", f"at most heads={spec.heads}")
-    specialized = config.body == "specialized"
-    if spec.heads % config.heads_per_block and specialized:
-        refuse(
-            "heads_per_block",
-            f"must divide heads={spec.heads} with body='specialized' (ragged head groups, whose "
-            "last block holds fewer heads, take the 'rows' body only)",
-        )
     if config.vec_width * spec.elem_bytes != 16:
         refuse(
             "vec_width", f"'mma' copies 16-byte chunks: vec_width must be {16 // spec.elem_bytes}"
@@ -115,22 +105,10 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
             f"'mma' needs latent_dim ({spec.latent_dim}) and latent + rope ({spec.head_dim}) to "
             "be multiples of 16",
         )
-    if config.block_n % 16 or config.block_n > MAX_BLOCK_N:
-        refuse("block_n", f"'mma' takes a multiple of 16 up to {MAX_BLOCK_N}")
-    if config.smem_stages < 2:
-        refuse("smem_stages", "'mma' pipelines KV tiles with cp.async: at least 2 stages")
-    refuse_unsplit_softmax(config, refuse)
-    rows = spec.q_len * config.heads_per_block
+    refuse_broken(spec, config, DENSE, refuse)
     refuse_pdl_below_sm90(config, arch, refuse)
-    if specialized:
-        _refuse_unspecializable(config, refuse)
-    if config.ring_slack:
-        _refuse_unringable(config, refuse)
-    if config.qk_ahead and config.smem_stages < 3:
-        refuse(
-            "smem_stages",
-            "qk_ahead keeps tiles i and i + 1 resident while the next loads: at least 3 stages",
-        )
+    specialized = config.body == "specialized"
+    rows = spec.q_len * config.heads_per_block
     threads = config.num_warps * 32
     if threads > arch.max_threads_per_block:
         refuse("num_warps", f"{threads} threads exceed {arch.max_threads_per_block} per block")
@@ -151,11 +129,6 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         )
     cols = config.col_groups
     m_tiles, row_groups, warp_m = mma_warp_grid(spec.latent_dim, role, rows, refuse)
-    if specialized and row_groups != 1:
-        refuse(
-            "col_groups",
-            f"body='specialized' makes each role one row group: col_groups = {role.num_warps}",
-        )
 
     row_bytes = swizzled_row_bytes(spec.head_dim)
     warp_k = math.ceil(spec.head_dim // 16 / cols)
@@ -201,43 +174,6 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         registers_estimate=registers,
         ring_bytes=ring_bytes,
     )
-
-
-def _refuse_unringable(config: Config, refuse) -> None:
-    """ring_slack's refusals: the row path's own loop (mla/mma/kernel.cuh) without q.K ahead,
-    with the split softmax (its barrier after the softmax keeps a row group's next partial scores
-    off those its slower warps still read: without it they raced, racecheck's scheduling showed),
-    and a copy lead of at least one tile."""
-    if config.body != "rows":
-        refuse("body", "ring_slack takes the 'rows' body's loop: take 'rows'")
-    if config.qk_ahead:
-        refuse("qk_ahead", "ring_slack takes the row path's loop without it: take 0")
-    if config.softmax != "split":
-        refuse("softmax", "ring_slack needs the split softmax's barrier after it: take 'split'")
-    if config.smem_stages - 1 - config.ring_slack < 1:
-        refuse(
-            "smem_stages",
-            f"ring_slack={config.ring_slack} leads the copies by smem_stages - 1 - ring_slack "
-            f"tiles: at least {config.ring_slack + 2} stages",
-        )
-
-
-def _refuse_unspecializable(config: Config, refuse) -> None:
-    """body='specialized''s refusals: two roles of whole warp grids, the split softmax."""
-    if config.num_warps < 2:
-        refuse("num_warps", "body='specialized' splits the warps in two roles: at least 2")
-    if config.softmax != "split":
-        refuse(
-            "softmax", "body='specialized''s softmax role shares P through shared memory: 'split'"
-        )
-    if config.qk_ahead:
-        refuse("qk_ahead", "body='specialized' computes q.K^T ahead in a role of its own: take 0")
-    if config.smem_stages < 3:
-        refuse(
-            "smem_stages",
-            "body='specialized' keeps tiles i - 1 (P.V) and i + 1 (q.K^T) resident while the next "
-            "loads: at least 3 stages",
-        )
 
 
 def _row_registers(

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgen.arch import Arch
-from kgen.mla.layout_rules import combine_smem, refuse_mma_axes, refuse_pdl_below_sm90, refuser
+from kgen.mla.layout_rules import combine_smem, refuse_pdl_below_sm90, refuser
+from kgen.mla.rules import DENSE, refuse_broken
 from kgen.mla.spec import Config, Spec
 
 WARPS = 8
@@ -74,30 +75,20 @@ def plan_tiled(spec: Spec, config: Config, arch: Arch) -> TiledLayout:
             f"'tiled' reads float4 operands: float32 only, not {spec.dtype} (16-bit inputs take "
             "'mma')",
         )
-    refuse_mma_axes(config, refuse, "the tiled path")
+    refuse_broken(spec, config, DENSE, refuse)
     refuse_pdl_below_sm90(config, arch, refuse)
-    if spec.heads % config.heads_per_block:
-        refuse("heads_per_block", f"must divide heads={spec.heads}")
     rows = spec.q_len * config.heads_per_block
     if rows > TILE_ROWS:
         refuse(
             "heads_per_block",
             f"q_len x heads_per_block = {rows} rows; the tiled block holds at most {TILE_ROWS}",
         )
-    if config.num_warps != WARPS:
-        refuse("num_warps", f"the tiled block is {WARPS} warps of 8 rows")
-    if config.block_n != BLOCK_N:
-        refuse("block_n", f"the tiled block takes KV tiles of {BLOCK_N} positions")
-    if config.vec_width != 4:
-        refuse("vec_width", "the tiled path copies and reads float4: vec_width must be 4")
     if spec.head_dim % QK_CHUNKS[-1] or spec.latent_dim % 128:
         refuse(
             "compute",
             f"'tiled' needs latent + rope ({spec.head_dim}) a multiple of {QK_CHUNKS[-1]} and "
             f"latent_dim ({spec.latent_dim}) a multiple of 128",
         )
-    if config.smem_stages < 2:
-        refuse("smem_stages", "the tiled path pipelines its steps with cp.async: at least 2")
     threads = WARPS * 32
     p_bytes = WARPS * BLOCK_N * 8 * 4
     fixed = p_bytes + TILE_ROWS * 8 + 2 * BLOCK_N * 8  # P, draft bits, KV row pointers

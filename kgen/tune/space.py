@@ -1,5 +1,6 @@
 """The design space of one MLA spec: which configs a sweep compiles, and which split counts it
-times. Pruning uses kgen.mla.layout_for, so a refused config never reaches the compiler."""
+times. The enumeration keeps what kgen.mla.rules allows (the rules build applies); pruning uses
+kgen.mla.layout_for, so a config refused for an arch never reaches the compiler."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from kgen.arch import Arch
 from kgen.mla import Config, ConfigError, SparseSpec, Spec, layout_for
 from kgen.mla.heuristic import widest_vec
 from kgen.mla.mma_layout import three_row_config
+from kgen.mla.rules import allows
 from kgen.mla.spec import head_groups_of
 from kgen.mla.tiled_layout import tiled_config, tiled_heads
 from kgen.mla.tuning import family_of_spec
@@ -194,9 +196,10 @@ def case_from_dict(c: dict) -> Case:
 
 
 def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
-    """Every combination of the axes (kv_splits left at 1: it is chosen at run time). The
-    tensor-core path is enumerated for 16-bit dtypes only, the register-tiled one for float32
-    (its block is fixed: 8 warps, tiles of 64, float4 copies; at most 64 rows)."""
+    """Every combination of the axes that kgen.mla.rules allows (kv_splits left at 1: it is
+    chosen at run time). The tensor-core path is enumerated for 16-bit dtypes only, the
+    register-tiled one for float32 (its block is fixed: 8 warps, tiles of 64, float4 copies; at
+    most 64 rows)."""
     hpbs = axes.heads_per_block or tuple(d for d in range(1, spec.heads + 1) if spec.heads % d == 0)
     configs = []
     if "fma" in axes.computes:
@@ -236,16 +239,12 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
             for h in hpbs
             for w in axes.num_warps
             for c in axes.col_groups
-            if c <= w
             for st, n in axes.mma_stage_tiles
             for b in axes.min_blocks
             for a in axes.qk_ahead
-            if st >= 3 or not a
             for f in axes.softmax
-            if c > 1 or f == "warp"
             for m in axes.merge
             for ws in axes.body
-            if ws == "rows" or (2 * c == w and f == "split" and not a and st >= 3)
         ]
         if 1 in axes.three_row_groups:
             configs += [
@@ -263,13 +262,11 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                 for st, n in axes.mma_stage_tiles
                 for b in axes.min_blocks
                 for a in axes.qk_ahead
-                if st >= 3 or not a
                 for f in axes.softmax
                 for m in axes.merge
                 for k in axes.ring_slack
-                if not k or (f == "split" and not a and st - 1 - k >= 1)
             ]
-    return configs
+    return [config for config in configs if allows(spec, config)]
 
 
 def _three_group_heads(spec: Spec, hpbs: tuple[int, ...]) -> list[int]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from kgen.arch import Arch
 from kgen.mla import SparseConfig, SparseSpec
+from kgen.mla.rules import allows
 from kgen.mla.spec import MAX_SPLITS
 from kgen.tune.space import Case, Pruned, refuse_or_keep
 
@@ -37,14 +38,14 @@ class SparseAxes:
 
 
 def enumerate_sparse_configs(spec: SparseSpec, axes: SparseAxes = SparseAxes()) -> list:
-    """Every combination of the axes (kv_splits left at 1: a launch parameter). dequant applies to
-    an fp8 cache; a bf16 cache is gathered into shared memory."""
+    """Every combination of the axes that kgen.mla.rules allows (kv_splits left at 1: a launch
+    parameter). dequant applies to an fp8 cache; a bf16 cache is gathered into shared memory."""
     divisors = [d for d in range(1, spec.heads + 1) if spec.heads % d == 0]
     hpbs = axes.heads_per_block or tuple(d for d in divisors if d >= 16 or spec.heads < 16)
     dequants = axes.dequant if spec.kv_format == "fp8" else ("shared",)
     pipelines = [("shared", st, n) for st, n in axes.shared_tiles] * ("shared" in dequants)
     pipelines += [("registers", 2, n) for n in axes.register_tiles] * ("registers" in dequants)
-    return [
+    configs = [
         SparseConfig(
             heads_per_block=h,
             num_warps=w,
@@ -60,13 +61,13 @@ def enumerate_sparse_configs(spec: SparseSpec, axes: SparseAxes = SparseAxes()) 
         for h in hpbs
         for w in axes.num_warps
         for c in axes.col_groups
-        if c <= w
         for d, st, n in pipelines
         for g in axes.gather_bytes
         for b in axes.min_blocks
         for m in axes.merge
         for f in axes.softmax
     ]
+    return [config for config in configs if allows(spec, config)]
 
 
 def prune_sparse(

@@ -16,14 +16,13 @@ from kgen.mla.layout_rules import (
     mma_warp_grid,
     padded_row_bytes,
     refuse_pdl_below_sm90,
-    refuse_unsplit_softmax,
     refuser,
     split_softmax_smem,
 )
+from kgen.mla.rules import SPARSE, refuse_broken
 from kgen.mla.sparse import fp8
 from kgen.mla.sparse.spec import SparseConfig, SparseSpec
 
-MAX_BLOCK_N = 64
 Q_REGISTER_LIMIT = 40  # q fragments a warp keeps in registers; beyond, q lives in shared memory
 REGISTER_OVERHEAD = 40  # indices, pointers, row states, loop state: an allowance
 
@@ -80,23 +79,13 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
     refuse = refuser(spec, config, arch, SparseConfigError)
 
     fp8_cache = spec.kv_format == "fp8"
-    if spec.heads % config.heads_per_block:
-        refuse("heads_per_block", f"must divide heads={spec.heads}")
-    if config.block_n % 16 or config.block_n > MAX_BLOCK_N:
-        refuse("block_n", f"a multiple of 16 up to {MAX_BLOCK_N} (m16n8k16 tiles of rows)")
+    refuse_broken(spec, config, SPARSE, refuse)
     threads = config.num_warps * 32
     if threads > arch.max_threads_per_block:
         refuse("num_warps", f"{threads} threads exceed {arch.max_threads_per_block} per block")
     if threads % config.block_n:
         refuse("block_n", f"must divide the {threads} threads (each row is gathered by as many)")
-    if config.dequant == "registers" and not fp8_cache:
-        refuse("dequant", "'registers' applies to an fp8 cache; a bf16 cache takes 'shared'")
-    if config.dequant == "registers" and config.smem_stages != 2:
-        refuse("smem_stages", "dequant='registers' double-buffers the dequantized tile: 2")
-    if config.dequant == "shared" and config.smem_stages < 2:
-        refuse("smem_stages", "the cp.async gather pipeline needs at least 2 stages")
     refuse_pdl_below_sm90(config, arch, refuse)
-    refuse_unsplit_softmax(config, refuse)
     if config.min_blocks * threads > arch.max_threads_per_sm:
         refuse(
             "min_blocks",
