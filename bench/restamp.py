@@ -33,16 +33,26 @@ from kgen.sass import cuobjdump, disassemble  # noqa: E402
 
 # Run under a tree's PYTHONPATH: build each (family, spec, config, arch) of the JSON list on
 # stdin and print the cubins, base64, as a JSON list (any tree's kgen can do this much).
+# A tree from before the named fields (25cd079) takes their former 0/1 names.
 BUILD = r"""
-import base64, json, sys
+import base64, dataclasses, json, sys
 from kgen.mla import Config, Spec, build
+NAMED = {"softmax": ("split_softmax", ["warp", "split"]),
+         "merge": ("pdl_combine", ["fused", "pdl"]),
+         "body": ("specialize", ["rows", "specialized"])}
+def config_of(cls, config):
+    names = {f.name for f in dataclasses.fields(cls)}
+    for new, (old, values) in NAMED.items():
+        if new in config and new not in names:
+            config[old] = values.index(config.pop(new))
+    return cls.from_dict(config)
 out = []
 for family, spec, config, arch in json.load(sys.stdin):
     if family == "sparse":
         from kgen.mla import SparseConfig, SparseSpec, build_sparse
-        kernel = build_sparse(SparseSpec.from_dict(spec), SparseConfig.from_dict(config), arch)
+        kernel = build_sparse(SparseSpec.from_dict(spec), config_of(SparseConfig, config), arch)
     else:
-        kernel = build(Spec.from_dict(spec), Config.from_dict(config), arch)
+        kernel = build(Spec.from_dict(spec), config_of(Config, config), arch)
     out.append([base64.b64encode(kernel.cubin).decode(), kernel.resources.spills])
 print(json.dumps(out))
 """

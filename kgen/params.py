@@ -79,8 +79,6 @@ class Params:
         self._require(getattr(self, field) in choices, field, f"must be one of {choices}")
 
 
-# Modules of kgen's own still written against former names (being rewritten): they map silently.
-MIGRATING = frozenset({"kgen.mla.heuristic", "kgen.mla.sparse.heuristic"})
 _PLUMBING = frozenset({__name__, "dataclasses"})  # frames between a caller and the mapping
 
 
@@ -133,13 +131,8 @@ def _read_former(self, *, name: str, became: Renamed) -> int:
 
 
 def _deprecated(message: str) -> None:
-    """Warn, naming the caller's line, unless a module of MIGRATING made the call."""
+    """Warn, naming the line that used the former name (past this module and dataclasses)."""
     frame, level = sys._getframe(2), 3
     while frame is not None and frame.f_globals.get("__name__") in _PLUMBING:
         frame, level = frame.f_back, level + 1
-    caller = frame
-    while caller is not None and caller.f_globals.get("__name__", "").startswith("kgen"):
-        if caller.f_globals["__name__"] in MIGRATING:
-            return
-        caller = caller.f_back
     warnings.warn(message, DeprecationWarning, stacklevel=level)

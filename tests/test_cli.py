@@ -280,3 +280,21 @@ def test_a_compile_only_sweep_records_each_variant_and_compiles_only_what_is_not
     assert by_hpb[2]["status"] == "compiled" and by_hpb[2]["registers"] > 0
     lines = (out / "progress.jsonl").read_text().splitlines()
     assert lines[1] == "{cut sh" and len(Progress(out / "progress.jsonl").done) == 2
+
+
+def test_the_former_flags_of_renamed_axes_still_work_with_a_note(capsys):
+    """--split-softmax, --pdl-combine and --specialize (0/1) are --softmax, --merge and --body
+    for one release (CHANGELOG.md)."""
+    from kgen.cli import Parser
+    from kgen.tune.cli import add_sweep_parser
+
+    parser = Parser(prog="kgen")
+    add_sweep_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["sweep", "--split-softmax", "1", "--pdl-combine", "0", "1"])
+    assert (args.softmax, args.merge, args.body) == (
+        ["split"],
+        ["fused", "pdl"],
+        ["rows", "specialized"],
+    )
+    err = capsys.readouterr().err
+    assert "--split-softmax is deprecated" in err and "use --merge fused pdl" in err

@@ -300,6 +300,28 @@ def test_removed_axes_are_refused_and_their_zeros_dropped_with_a_warning():
         assert Config.from_dict({**MMA.to_dict(), "split_reduce": 0}) == MMA
 
 
+def test_former_field_names_still_work_for_a_release_with_a_warning():
+    """split_softmax, pdl_combine and specialize became softmax, merge and body (CHANGELOG.md):
+    Config(...), from_dict(...) and replace(...) take the former names with a DeprecationWarning
+    (a former name beside its new field wins, as replace passes both), they read back as 0/1,
+    and to_dict() writes the new names; the short name is the same."""
+    new = replace(MMA, softmax="split", merge="pdl", body="specialized", num_warps=8)
+    former = {"split_softmax": 1, "pdl_combine": 1, "specialize": 1}
+    with pytest.warns(DeprecationWarning) as caught:
+        old = Config(**{**MMA.to_dict(), "num_warps": 8, **former})
+        assert replace(new, pdl_combine=0) == replace(new, merge="fused")
+        assert Config.from_dict({"compute": "mma", "specialize": 1}).body == "specialized"
+        assert (new.split_softmax, new.pdl_combine, new.specialize) == (1, 1, 1)
+    assert "Config.split_softmax is now softmax: split_softmax=1 is softmax='split'" in {
+        str(w.message).split(" (")[0] for w in caught
+    }
+    assert all(w.filename == __file__ for w in caught)  # the line that used the former name
+    assert old == new and old.short_name() == new.short_name()
+    assert not set(former) & set(new.to_dict())
+    with pytest.raises(ParamError, match="split_softmax=2: must be 0 or 1"):
+        Config(split_softmax=2)
+
+
 def test_a_register_estimate_is_no_refusal():
     """Over 255 estimated registers is a pruning hint for the sweep: build still compiles it."""
     spec, config = Spec(heads=8), Config(smem_stages=0, block_n=64)

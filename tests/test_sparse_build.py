@@ -245,3 +245,11 @@ def test_the_template_binds_the_layout():
 def test_params_struct_offsets_match_ctypes():
     source = "using T = float;\n" + PARAMS.cpp()
     compile_cubin(source + "\n" + PARAMS.offset_checks() + "\n", "sm_120")
+
+
+def test_former_field_names_still_work_for_a_release_with_a_warning():
+    """SparseConfig's split_softmax and pdl_combine became softmax and merge (CHANGELOG.md)."""
+    with pytest.warns(DeprecationWarning, match="is now"):
+        old = SparseConfig(split_softmax=1, pdl_combine=1)
+        assert SparseConfig.from_dict({"split_softmax": 0}).softmax == "warp"
+    assert old == SparseConfig(softmax="split", merge="pdl")

@@ -49,11 +49,11 @@ def tiled_heads(spec: Spec) -> list[int]:
 
 
 def tiled_config(
-    heads_per_block: int, smem_stages: int, kv_splits: int = 1, merge: str = "fused", **former
+    heads_per_block: int, smem_stages: int, kv_splits: int = 1, merge: str = "fused"
 ) -> Config:
     """A compute='tiled' Config: the kernel fixes the rest of the block (8 warps, tiles of 64
     positions, float4 copies). merge="pdl": the split-KV merge in a kernel of its own, as on the
-    tensor-core path (sm_90 and later). `former`: Config's former names (pdl_combine=1)."""
+    tensor-core path (sm_90 and later)."""
     return Config(
         heads_per_block=heads_per_block,
         kv_splits=kv_splits,
@@ -63,7 +63,6 @@ def tiled_config(
         block_n=BLOCK_N,
         compute="tiled",
         merge=merge,
-        **former,
     )
 
 
