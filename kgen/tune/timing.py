@@ -29,7 +29,7 @@ class Timing:
         }
 
 
-# How L2 is flushed before each timed launch. "write" (kgen's sweep and every figure in
+# How L2 is flushed before each timed launch. "write" (kgen's sweep and the figures of
 # bench/RESULTS.md, as Triton's do_bench does it) overwrites a buffer: L2 is left full of dirty
 # lines, and the timed kernel pays the write-back of those its reads evict (on the H200 8-10 us on
 # the DRAM-bound batch decode cases, 1.7 us at B = 1, 0-2 us where DRAM has room:

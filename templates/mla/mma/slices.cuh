@@ -20,9 +20,9 @@ static_assert(!SPLIT_SOFTMAX || 32 % PAIRS_PER_ROW == 0, "a row's position pairs
 // warp holds four rows of 8 lanes; with one row group they are dealt 0, 2, 1, 3 (lane bits 3 and
 // 4 swapped), so each half-warp reads the partial scores of rows two apart,
 // whose banks do not overlap (rows 0 and 1, S_STRIDE = 24 floats apart, share 8 banks: twice the
-// ideal wavefronts). Measured on the H200: 1-2% faster on the 16-position entries
-// (bench/RESULTS.md, thirty-third session); with three row groups the 12-warp block spilled 4 B on
-// sm_120, so several row groups keep the lanes in order.
+// ideal wavefronts). Measured on the H200: 1-2% faster on the 16-position entries; with three
+// row groups the 12-warp block spilled 4 B on sm_120, so several row groups keep the lanes in
+// order (docs/decisions.md: item rows).
 constexpr bool SWAP_ITEM_ROWS = PAIRS_PER_ROW == 8 && ROW_GROUPS == 1;
 struct Items {
   __device__ __forceinline__ static int place(int lane) {  // the lane's place in the deal

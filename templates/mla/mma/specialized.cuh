@@ -1,7 +1,7 @@
 // The kernel entry of the row path with warps specialised by phase (SPECIALIZE): the pipeline over
 // the helpers of mla/mma/attention.cuh, in two roles a tile apart.
 //
-// Measured on the H200 (bench/RESULTS.md, fifteenth session): in the one-role loop each warp runs
+// Measured on the H200 (docs/decisions.md: specialised): in the one-role loop each warp runs
 // copy -> q.K^T -> partial exchange -> softmax -> P exchange -> P.V as one dependent chain per
 // tile, and removing any part saves what it costs. Here the q role (warps 0 .. ROLE_WARPS - 1)
 // copies the tiles, computes tile i + 1's partial scores and scans its drafts while the v role
@@ -30,7 +30,7 @@ __device__ __forceinline__ void hand_off() { asm volatile("barrier.sync 0;" : : 
 // orders two threads' shared-memory accesses by how many barriers each has passed: with one role
 // taking more, it reports P.V's reads of a stage and its later refill as "potential WAR" hazards
 // (20 on the sample, also with synchronous copies in place of cp.async), none with the counts
-// equal (bench/RESULTS.md, seventeenth session).
+// equal.
 __device__ __forceinline__ bool q_role_sync_or(bool pred) {
   int any;
   asm volatile(
