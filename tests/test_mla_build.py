@@ -391,6 +391,7 @@ def test_a_causal_chain_takes_the_registers_of_a_tree():
     assert causal_usage.registers <= tree_usage.registers + 8, (causal_usage, tree_usage)
 
 
+@pytest.mark.skipif(cuobjdump() is None, reason="needs cuobjdump (the [sass] or [test] extra)")
 def test_ring_slack_builds_stage_barriers_for_sm120_without_spills_and_refuses_what_cannot_work():
     """ring_slack: the three-row block's KV tile ring on mbarriers (a full and an empty barrier a
     stage, after the row states), the block barrier at the top of a tile gone; sm_120's

@@ -3,7 +3,8 @@ with torch: plan / Runner.run, attention, and the custom op torch.ops.kgen.mla_a
 
 import importlib.util
 
-from kgen.mla.choose import default_config
+from kgen.device import NoGPUError
+from kgen.mla.choose import PerformanceWarning, default_config
 from kgen.mla.kernel import MLAKernel, build
 from kgen.mla.layout import ConfigError, Layout, layout_for
 from kgen.mla.sparse.choose import default_sparse_config
@@ -13,7 +14,7 @@ from kgen.mla.sparse.spec import SparseConfig, SparseSpec
 from kgen.mla.spec import Config, Spec
 
 __all__ = ["Config", "ConfigError", "Layout", "MLAKernel", "Spec", "build", "layout_for"]
-__all__ += ["default_config", "default_sparse_config"]
+__all__ += ["NoGPUError", "PerformanceWarning", "default_config", "default_sparse_config"]
 __all__ += [
     "SparseConfig",
     "SparseConfigError",
