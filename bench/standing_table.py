@@ -37,10 +37,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 from time_shipped import shipped_configs  # noqa: E402
 
 from kgen.mla import SparseSpec  # noqa: E402
+from kgen.tune import report  # noqa: E402
 from kgen.tune.family import FAMILIES  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 
-MMA_SYNC_TFLOPS = 645.0
 FP32_TFLOPS = 51.0  # cuBLAS fp32 without TF32 on the H200 (shared/design/gpu.md)
 # The other MLA kernels, measured on the H200 with the same timing (L2 flushed by writing, median;
 # verification with a causal chain of the same length, their kernels having no tree mask): issue
@@ -101,12 +101,14 @@ def work(case) -> tuple[int, int]:
 
 
 def floor_us(case, device: dict) -> tuple[float, str]:
-    """The case's floor on `device` (device.json) and what sets it: 'memory' or the peak's name."""
+    """The case's floor on `device` (device.json; the sweep's roofline, kgen.tune.report) and what
+    sets it: 'memory' or the peak's name."""
     nbytes, flops = work(case)
     fp32 = case.spec.dtype == "float32"
-    peak = device.get("fp32_tflops", FP32_TFLOPS) if fp32 else MMA_SYNC_TFLOPS
-    memory, compute = nbytes / device["read_gbs"] / 1e3, flops / peak / 1e6
-    return max(memory, compute), "memory" if memory >= compute else ("fp32" if fp32 else "mma")
+    ceilings = {"fp32_tflops": FP32_TFLOPS, **device}
+    floor = report.floor_us({"bytes": nbytes, "flops": flops}, case.spec.dtype, ceilings)
+    memory = nbytes / device["read_gbs"] / 1e3
+    return floor, "memory" if memory >= floor else ("fp32" if fp32 else "mma")
 
 
 def _lines(path: Path) -> dict:
