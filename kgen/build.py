@@ -123,23 +123,23 @@ def _build_uncached(program: Program, arch: Arch, options: tuple[str, ...], key:
 
 
 class MissingReportError(RuntimeError):
-    """NVRTC's log lacks ptxas's report (registers, spills) of an entry point, twice running."""
+    """NVRTC's log lacks ptxas's report (registers, spills) of an entry point."""
 
 
 def _compile_with_report(program: Program, arch: Arch, options: tuple[str, ...], stem: str):
     """Compile, and insist on ptxas's report of every entry point: registers and spills decide
-    which configs kgen accepts, so a kernel whose figures are unknown must not be built (a log
-    without them is compiled once more before giving up)."""
-    for _ in range(2):
-        result = compile_cubin(program.source, arch.nvrtc_arch, options, name=f"{stem}.cu")
-        usage = parse_ptxas_log(result.log)
-        missing = [name for name in program.entry_points if name not in usage]
-        if not missing:
-            return result, usage
-    raise MissingReportError(
-        f"NVRTC {nvrtc_version()} printed no ptxas report for {', '.join(missing)} of {stem} "
-        f"for {arch.name} (options {' '.join(options)}); its log:\n{result.log}"
-    )
+    which configs kgen accepts, so a kernel whose figures are unknown must not be built (a
+    program NVRTC took from a cache of its own ran no ptxas: compiler.DEFAULT_OPTIONS turn it
+    off)."""
+    result = compile_cubin(program.source, arch.nvrtc_arch, options, name=f"{stem}.cu")
+    usage = parse_ptxas_log(result.log)
+    missing = [name for name in program.entry_points if name not in usage]
+    if missing:
+        raise MissingReportError(
+            f"NVRTC {nvrtc_version()} printed no ptxas report for {', '.join(missing)} of "
+            f"{stem} for {arch.name} (options {' '.join(options)}); its log:\n{result.log}"
+        )
+    return result, usage
 
 
 def _try(cache: DiskCache, what: str, action):
