@@ -570,6 +570,40 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
             ring_slack=1,
         ),
     ),
+    # draft rows cut into token groups (the q_len 49-64 default): whole and ragged token groups,
+    # the fused merge and the PDL one
+    (
+        Spec(heads=4, q_len=57, dtype="bfloat16", page_size=16, mask="tree"),
+        Config(
+            heads_per_block=1,
+            kv_splits=3,
+            vec_width=8,
+            smem_stages=2,
+            num_warps=8,
+            block_n=32,
+            compute=MMA,
+            col_groups=4,
+            min_blocks=1,
+            softmax="split",
+            token_groups=2,
+        ),
+    ),
+    (
+        Spec(heads=3, q_len=64, dtype="float16", page_size=64, mask="causal"),
+        Config(
+            heads_per_block=2,
+            kv_splits=2,
+            vec_width=8,
+            smem_stages=3,
+            num_warps=8,
+            block_n=16,
+            compute=MMA,
+            col_groups=4,
+            min_blocks=1,
+            merge="pdl",
+            token_groups=4,
+        ),
+    ),
 ]
 
 

@@ -73,11 +73,14 @@ def raw_configs(draw, spec: Spec, computes=("fma", "mma", "tiled")):
         # the tile ring on a barrier a stage (row groups up to a tile apart)
         softmax = draw(st.sampled_from(["warp", "split"])) if warps > 1 else "warp"
         ringable = softmax == "split" and not shared["qk_ahead"] and shared["smem_stages"] >= 3
+        # the draft tokens cut into token groups (the last may be ragged)
+        groups = [g for g in range(2, 5) if (g - 1) * -(-spec.q_len // g) < spec.q_len]
         return Config(
             heads_per_block=draw(st.sampled_from(heads)),
             col_groups=draw(st.sampled_from([c for c in (1, 2, 4, 8) if warps % c == 0])),
             softmax=softmax,
             ring_slack=draw(st.sampled_from([0, 0, 1])) if ringable else 0,
+            token_groups=draw(st.sampled_from([1, 1, 1, *groups])) if groups else 1,
             **shared,
         )
     stages = draw(st.integers(0, 3))

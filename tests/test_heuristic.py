@@ -114,7 +114,12 @@ def test_the_sample_reaches_every_rule():
         heads, q_len, latent, rope, dtype, page, mask, batch, max_len, arch, sm_count = row[:11]
         spec = Spec(heads, q_len, latent, rope, dtype, page, mask)
         facts = heuristic.Facts(spec, ARCHS[arch], batch, sm_count)
-        for accept in (lambda config: True, _refuse_a_third):
+        last_resorts = [_offered(c) for c in heuristic._mma_last_resorts(facts)]
+
+        def spilling_last_resorts(config, last_resorts=last_resorts) -> bool:
+            return _offered(config) not in last_resorts  # (as compiled_default finds on sm_120)
+
+        for accept in (lambda config: True, _refuse_a_third, spilling_last_resorts):
             first = heuristic._first(facts, heuristic.RULES, accept)
             rules = (rule for rule in heuristic.RULES if heuristic._first(facts, [rule], accept))
             chosen.add(next(rules).name)

@@ -494,3 +494,65 @@ def test_ring_slack_matches_reference_and_the_lockstep_block_bit_for_bit(spec, c
     want_out, want_lse = run_poisoned(build(spec, replace(config, ring_slack=0), "native"), w)
     assert torch.equal(out, want_out) and torch.equal(lse, want_lse)
     check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)
+
+
+def _token_group_sample(count: int = 12) -> list[tuple[Spec, Config, list[int]]]:
+    """Blocks serving a slice of the draft tokens (token_groups > 1): the q_len 49-64 trees and
+    chains the heuristic cuts in two, token groups that leave the last one ragged (57, 49, 7), head
+    groups ragged too, one split or several (both merges where this GPU has PDL)."""
+    rng = random.Random(53)
+    shapes = [  # (heads, q_len, mask, heads_per_block, token_groups, num_warps)
+        (16, 64, "tree", 1, 2, 8),
+        (128, 49, "causal", 1, 2, 8),
+        (8, 57, "tree", 2, 2, 8),
+        (5, 7, "tree", 2, 3, 4),
+        (3, 33, "causal", 1, 4, 4),
+        (1, 64, "tree", 1, 2, 8),
+    ]
+    sample = []
+    for attempt in range(50 * count):
+        if len(sample) == count:
+            break
+        heads, q_len, mask, hpb, groups, warps = shapes[attempt % len(shapes)]
+        spec = _drawn_spec(rng, heads, q_len, mask)
+        config = Config(
+            heads_per_block=hpb,
+            kv_splits=rng.choice([1, 3, 16]),
+            smem_stages=rng.choice([2, 3]),
+            num_warps=warps,
+            col_groups=4,
+            block_n=rng.choice([16, 32]),
+            compute="mma",
+            min_blocks=1,
+            softmax=rng.choice(["warp", "split"]),
+            merge=rng.choice(["fused", "pdl"]) if native().major >= 9 else "fused",
+            token_groups=groups,
+        )
+        try:
+            layout_for(spec, config, native())
+        except ConfigError:
+            continue
+        lens = [rng.choice([q_len, 17 + q_len, 300, 1000]) for _ in range(rng.choice([1, 3]))]
+        sample.append((spec, config, lens))
+    assert len(sample) == count, "the token-group shapes give too few valid variants"
+    return sample
+
+
+@pytest.mark.parametrize("spec,config,lens", _token_group_sample() if GPU else [])
+def test_token_groups_match_reference_and_write_no_other_row(spec, config, lens):
+    """Every element of out and lse written and right against the float64 reference; nothing
+    written past the op's tokens and heads (out and lse are views of larger buffers whose other
+    elements keep their sentinel), whichever token group is ragged."""
+    import torch
+
+    w = make_workload(spec, lens, seed=sum(lens) + config.token_groups, mask_kind="random")
+    b, t, h = w.batch, spec.q_len, spec.heads
+    wide = torch.full((b, t + 2, h + 1, spec.latent_dim), 7.0, dtype=w.q.dtype, device=w.q.device)
+    out = wide[:, :t, :h].fill_(float("nan"))
+    lse_buffer = torch.full((b * t * h + 64,), 7.0, device=w.q.device)
+    lse = lse_buffer[: b * t * h].view(b, t, h).fill_(float("nan"))
+    build(spec, config, "native")(*w.args(), out=out, lse=lse)
+    torch.cuda.synchronize()
+    assert (wide[:, t:] == 7.0).all() and (wide[:, :t, h:] == 7.0).all()
+    assert (lse_buffer[b * t * h :] == 7.0).all()
+    check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from kgen.arch import ARCHS, Arch
 from kgen.mla.layout import ConfigError, layout_for
 from kgen.mla.mma_layout import THREE_ROW_WARPS, three_row_config
-from kgen.mla.spec import Config, Spec, head_groups_of
+from kgen.mla.spec import Config, Spec, block_groups_of
 from kgen.mla.tiled_layout import tiled_config, tiled_heads
 
 Accept = Callable[[Config], bool]
@@ -38,6 +38,7 @@ TILED_MIN_ROWS = 32  # rows a tiled block must hold of its 64 (below, padding is
 THREE_ROWS = 48  # the rows of a three-row-group block: three m16 tiles
 THREE_ROW_MAX_IDLE = 0.05  # the share of a ragged last head group's rows that may idle
 PADDED_TILE = 0.25  # the share of a one-tile block's rows left as padding that three rows beat
+TOKEN_GROUP_TOKENS = 32  # a token group of one head: two m16 tiles of rows
 SPECIALIZED_MAX_HEADS = 16  # decode of at most 16 heads: memory-bound, one m16 tile a block
 # The one-block rules were measured on SMs of sm_120's shared memory (the H200 carved out to it).
 MEASURED_SMALL_SM = ARCHS["sm_120"].smem_per_sm
@@ -164,6 +165,16 @@ def _three_row(facts: Facts):
         )
 
 
+def _token_groups(facts: Facts):
+    """Draft rows past three row groups (q_len 49-64) where even the last resorts spill (the
+    compiled kernel refuses them: 99 KB a block), cut into token groups of at most
+    TOKEN_GROUP_TOKENS tokens, in the two-tile blocks such a group would take."""
+    groups = math.ceil(facts.spec.q_len / TOKEN_GROUP_TOKENS)
+    part = replace(facts, spec=replace(facts.spec, q_len=math.ceil(facts.spec.q_len / groups)))
+    for config in _two_tiles(part):
+        yield replace(config, token_groups=groups)
+
+
 def _mma_last_resorts(facts: Facts):
     """One head a block: three row groups, else two or four (draft rows past two m16 tiles)."""
     for stages in (4, 3, 2):
@@ -233,6 +244,8 @@ RULES = (
          evidence="two tiles"),
     Rule("tensor-core last resorts", "mma", _mma_last_resorts, last_resort=True,
          evidence="last resorts"),
+    Rule("token groups", "mma", _token_groups, blocks=at_least(1),
+         when=lambda facts: facts.spec.q_len > THREE_ROWS, evidence="token groups"),
     Rule("register tiles", "tiled", _tiled, blocks=at_least(1), evidence="tiled float32"),
     Rule("FMA", "fma", _fma, evidence="fma tiles; tensor cores; spills passed over"),
     Rule("FMA last resorts", "fma", _fma_last_resorts, last_resort=True,
@@ -362,7 +375,7 @@ def _one_wave(config: Config, layout, facts: Facts, max_seq_len: int) -> tuple[i
     blocks = facts.arch.occupancy(layout.threads, layout.registers_estimate, layout.dynamic_smem)
     per_sm = max(1, blocks.blocks_per_sm)
     splits = one_wave_splits(spec, config, batch, max_seq_len, per_sm, sm_count)
-    grid, slots = batch * head_groups_of(spec, config) * splits, sm_count * per_sm
+    grid, slots = batch * block_groups_of(spec, config) * splits, sm_count * per_sm
     return splits, grid / (math.ceil(grid / slots) * slots)
 
 
@@ -380,7 +393,7 @@ def one_wave_splits(
     none shorter than is worth its pipeline fill; on the tiled path two whole waves where they
     fill the SMs better (docs/decisions.md: one wave; tiled two waves)."""
     wave = sm_count * max(1, blocks_per_sm)  # blocks resident at once
-    blocks = max(1, batch * head_groups_of(spec, config))
+    blocks = max(1, batch * block_groups_of(spec, config))
     shortest = (
         MMA_MIN_SPLIT_POSITIONS if config.compute == "mma" else MIN_TILES_PER_SPLIT * config.block_n
     )

@@ -21,7 +21,7 @@ from kgen.mla.layout_rules import (
     swizzled_row_bytes,
 )
 from kgen.mla.rules import DENSE, refuse_broken
-from kgen.mla.spec import Config, Spec
+from kgen.mla.spec import Config, Spec, block_tokens_of
 
 REGISTER_OVERHEAD = 40  # indices, pointers, row states, loop state: an allowance
 Q_REGISTER_LIMIT = 40  # q fragments a warp keeps in registers; beyond, q lives in shared memory
@@ -49,7 +49,7 @@ def three_row_config(heads_per_block: int, **fields) -> Config:
 
 @dataclass(frozen=True)
 class MMALayout:
-    rows: int  # query rows per block: q_len * heads_per_block
+    rows: int  # query rows per block: its tokens (q_len / token_groups) x heads_per_block
     m_tiles: int  # rows padded to m16 tiles
     row_groups: int
     col_groups: int
@@ -108,7 +108,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     refuse_broken(spec, config, DENSE, refuse)
     refuse_pdl_below_sm90(config, arch, refuse)
     specialized = config.body == "specialized"
-    rows = spec.q_len * config.heads_per_block
+    rows = block_tokens_of(spec, config) * config.heads_per_block
     threads = config.num_warps * 32
     if threads > arch.max_threads_per_block:
         refuse("num_warps", f"{threads} threads exceed {arch.max_threads_per_block} per block")

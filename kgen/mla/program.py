@@ -95,7 +95,11 @@ def _op_values(spec: Spec, config: Config, rows: int) -> dict:
     # A mask that hides nothing ('causal' over one row) renders the decode kernel: the same code,
     # without the draft tiles' loop, whose other tile order would round the result differently.
     mask = "none" if spec.masks_nothing else spec.mask
-    return {**shape_values(spec, config, rows, PARAMS), "mask_kind": MASK_KINDS[mask]}
+    return {
+        **shape_values(spec, config, rows, PARAMS),
+        "mask_kind": MASK_KINDS[mask],
+        "token_groups": config.token_groups,
+    }
 
 
 def template_values(spec: Spec, config: Config, layout: Layout | MMALayout | TiledLayout) -> dict:

@@ -89,6 +89,7 @@ PATH_AXES = {
     "merge": ("mma", "tiled"),
     "body": ("mma",),
     "ring_slack": ("mma",),
+    "token_groups": ("mma",),
 }
 _DEFAULTS = {f.name: f.default for f in fields(Config)}
 
@@ -123,6 +124,10 @@ def _specialized(spec, config) -> bool:
 
 def _ringed(spec, config) -> bool:
     return config.ring_slack > 0
+
+
+def _token_grouped(spec, config) -> bool:
+    return config.token_groups > 1
 
 
 # The dense family's Config, on its three compute paths
@@ -212,6 +217,20 @@ DENSE = (
                 "ring_slack={config.ring_slack} leads the copies by smem_stages - 1 - ring_slack "
                 "tiles: at least 3 stages",
                 _ringed,
+            ),
+            # draft rows cut into token groups
+            Rule(
+                "body",
+                lambda s, c: c.body == "rows",
+                "token_groups > 1 takes the 'rows' body (its blocks may hold a ragged token group)",
+                _token_grouped,
+            ),
+            Rule(
+                "token_groups",
+                lambda s, c: (c.token_groups - 1) * -(-s.q_len // c.token_groups) < s.q_len,
+                "leaves a block with no query token: at most q_len={spec.q_len}, and "
+                "(token_groups - 1) x ceil(q_len / token_groups) under q_len",
+                _token_grouped,
             ),
         ),
     ),

@@ -29,7 +29,7 @@ from kgen.mla.inputs import (
     refuse_overlap,
 )
 from kgen.mla.program import ATTENTION, COMBINE, KernelParams
-from kgen.mla.spec import head_groups_of
+from kgen.mla.spec import block_groups_of, block_tokens_of
 
 LOG2E = 1.0 / math.log(2.0)
 
@@ -86,12 +86,12 @@ class Runner:
         self._out_like = torch.empty(0, dtype=self._dtype, device=device)
         self._lse_like = torch.empty(0, dtype=torch.float32, device=device)
 
-        head_groups = head_groups_of(spec, config)
+        block_groups = block_groups_of(spec, config)
         splits = config.kv_splits
 
         def allocate():
-            rows = t * config.heads_per_block
-            buffers = workspace.allocate(b, rows, dl, head_groups, splits, device)
+            rows = block_tokens_of(spec, config) * config.heads_per_block
+            buffers = workspace.allocate(b, rows, dl, block_groups, splits, device)
             if not self._tree:
                 return buffers, ()
             # a bool mask is packed into these, in place
@@ -115,8 +115,8 @@ class Runner:
             scale_log2=scale * LOG2E,
         )
         self._set_planned_strides()
-        self._launch = self._packed_launch((head_groups, splits, b)) if b else None
-        self._combine = combine_launch(self.kernel, b, head_groups, self._index, self._params)
+        self._launch = self._packed_launch((block_groups, splits, b)) if b else None
+        self._combine = combine_launch(self.kernel, b, block_groups, self._index, self._params)
         # what run sends: nothing (no rows), one launch, or the attention kernel and its merge
         self._send = None if self._launch is None else self._launch.launch
         if self._combine is not None:
@@ -306,15 +306,16 @@ class Runner:
         refuse_overlap([("out", *extent(out)), ("lse", *extent(lse))], inputs)
 
 
-def combine_launch(kernel, groups: int, head_groups: int, device: int, params):
+def combine_launch(kernel, groups: int, block_groups: int, device: int, params):
     """The launch of a merge="pdl" kernel's merge (mla_combine) for `groups` sequences (dense) or
-    query tokens (sparse) of `head_groups` head groups each, sent right after the attention
-    kernel; None where there is nothing to merge (one split, no rows) or the merge is fused."""
+    query tokens (sparse) of `block_groups` blocks each (grid.x of the attention kernel), sent
+    right after the attention kernel; None where there is nothing to merge (one split, no rows)
+    or the merge is fused."""
     config = kernel.config
     if not (groups and config.kv_splits > 1 and config.merge == "pdl"):
         return None
     grid, block = workspace.combine_shape(
-        groups, head_groups, kernel.layout.rows, kernel.spec.latent_dim, config.kv_splits
+        groups, block_groups, kernel.layout.rows, kernel.spec.latent_dim, config.kv_splits
     )
     merge = load_module(kernel.binary, device)[COMBINE]
     return DependentLaunch(merge, grid, block, device, (params, ctypes.c_int(config.kv_splits)))

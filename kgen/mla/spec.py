@@ -90,6 +90,16 @@ def head_groups_of(spec: Spec, config: Config) -> int:
     return -(-spec.heads // config.heads_per_block)
 
 
+def block_tokens_of(spec: Spec, config: Config) -> int:
+    """Query tokens one block serves (the last token group may hold fewer)."""
+    return -(-spec.q_len // config.token_groups)
+
+
+def block_groups_of(spec: Spec, config: Config) -> int:
+    """Blocks a sequence's split is cut into: head groups x token groups (grid.x)."""
+    return head_groups_of(spec, config) * config.token_groups
+
+
 @accepts_former_names
 @dataclass(frozen=True)
 class Config(Params):
@@ -147,6 +157,10 @@ class Config(Params):
       instead (mbarrier: each thread's copies arrive as they land, each warp when done with the
       tile), so the block's row groups may run a tile apart, the copies leading by
       smem_stages - 2 tiles (at least 1). For blocks of several row groups (12 warps).
+    token_groups: blocks the query tokens are cut into (the "rows" body): a block serves
+      ceil(q_len / token_groups) tokens of its heads, and each token group reads the KV split on
+      its own. For draft rows past what one block holds without spilling (q_len 49-64 where
+      shared memory is 99 KB a block: docs/decisions.md: token groups).
     """
 
     FORMER_NAMES = {
@@ -177,6 +191,7 @@ class Config(Params):
     merge: str = "fused"
     body: str = "rows"
     ring_slack: int = 0
+    token_groups: int = 1
 
     def __post_init__(self):
         self._require_int("heads_per_block", 1, 1024)
@@ -206,6 +221,7 @@ class Config(Params):
                 "shipped entry, default or measured winner took it); take 1 (or 0)"
             )
         self._require_int("ring_slack", 0, 1)
+        self._require_int("token_groups", 1, 64)
 
     def short_name(self) -> str:
         name = (
@@ -222,4 +238,5 @@ class Config(Params):
         softmax = "_ss" if self.softmax == "split" else ""
         roles = "_ws" if self.body == "specialized" else ""
         ring = f"_rs{self.ring_slack}" if self.ring_slack else ""
-        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{softmax}{pdl}{roles}{ring}"
+        tokens = f"_tg{self.token_groups}" if self.token_groups > 1 else ""
+        return f"{name}_mma_c{self.col_groups}{blocks}{ahead}{softmax}{pdl}{roles}{ring}{tokens}"

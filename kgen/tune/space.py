@@ -15,7 +15,7 @@ from kgen.mla import Config, ConfigError, SparseSpec, Spec, layout_for
 from kgen.mla.heuristic import widest_vec
 from kgen.mla.mma_layout import three_row_config
 from kgen.mla.rules import allows
-from kgen.mla.spec import head_groups_of
+from kgen.mla.spec import block_groups_of
 from kgen.mla.tiled_layout import tiled_config, tiled_heads
 from kgen.mla.tuning import family_of_spec
 
@@ -323,7 +323,7 @@ def split_candidates(
     at 9 splits and 178 µs at the one-wave 12 for a kernel that fits 3 blocks per SM. Two waves
     are counted from the slots, not as twice one wave's splits: 8 blocks a split on 132 slots
     fill one wave with 16 splits, 4 slots idle, and two whole waves with 33, not 32.)"""
-    blocks = case.batch * head_groups_of(case.spec, config)
+    blocks = case.batch * block_groups_of(case.spec, config)
     tiles = max(1, math.ceil(case.max_len / config.block_n))
     slots = blocks_per_sm * sm_count
     wave = max(1, slots // blocks)

@@ -3,7 +3,7 @@
 // S x rows x 2 KB at that rate, 10-40 us measured).
 //
 // With S > 1 splits, every block writes its rows' normalised partial (o, lse) to its workspace
-// slot and arrives at its group's counter (a group: the S splits of one sequence and head group).
+// slot and arrives at its group's counter (a group: the S splits of one sequence and block group).
 // The merge is cut into PIECES (row range x column chunk) which the group's helpers take from a
 // counter: the last block to arrive, and every earlier one that found all S blocks of its group
 // started when it arrived. A helper waits for the last arrival before it reads any partial; it
@@ -12,7 +12,7 @@
 // out of pieces, waits for the other helpers to leave and then zeroes the group's counters: zero
 // before and after every launch, so one buffer serves every launch (CUDA-graph safe).
 //
-// Workspace of one (sequence, head group): S slots of ROWS rows, ws_o [.., S, ROWS, LATENT_DIM],
+// Workspace of one (sequence, block group): S slots of ROWS rows, ws_o [.., S, ROWS, LATENT_DIM],
 // ws_lse [.., S, ROWS]. Empty splits carry lse = -inf and weigh nothing; a NaN partial makes its
 // row NaN.
 
@@ -29,10 +29,10 @@ enum { ARRIVALS = 0, STARTED = 1, TAKEN = 2, LEFT = 3, GROUP_COUNTERS = 4 };
 constexpr int HELPER = 1 << 16;
 
 __device__ __forceinline__ int* group_counters(const Params& p, int b) {
-  return p.counters + (static_cast<long long>(b) * HEAD_GROUPS + head_group()) * GROUP_COUNTERS;
+  return p.counters + (static_cast<long long>(b) * BLOCK_GROUPS + block_group()) * GROUP_COUNTERS;
 }
 __device__ __forceinline__ long long slot_row(const Params& p, int b, int slot, int num_splits) {
-  return ((static_cast<long long>(b) * HEAD_GROUPS + head_group()) * num_splits + slot) * ROWS;
+  return ((static_cast<long long>(b) * BLOCK_GROUPS + block_group()) * num_splits + slot) * ROWS;
 }
 
 // At the kernel's start, by every block of a launch with several splits: this block has started.

@@ -6,31 +6,43 @@ namespace mla {
 constexpr int HEAD_DIM = LATENT_DIM + ROPE_DIM;
 constexpr int TOTAL_ROWS = Q_LEN * HEADS;      // query rows of one sequence
 constexpr int HEAD_GROUPS = (HEADS + HEADS_PER_BLOCK - 1) / HEADS_PER_BLOCK;
-// The last head group holds HEADS % HEADS_PER_BLOCK heads where that is not 0 (the mma row path
-// only: kgen.mla.mma_layout): its block's rows of the missing heads read no q and write nothing.
-constexpr bool RAGGED = HEADS % HEADS_PER_BLOCK != 0;
+// A block serves BLOCK_TOKENS of the Q_LEN query tokens (all of them unless the draft rows are cut
+// into TOKEN_GROUPS, on the mma path: rows that would not fit one block's registers unspilled).
+constexpr int BLOCK_TOKENS = (Q_LEN + TOKEN_GROUPS - 1) / TOKEN_GROUPS;
+constexpr int BLOCK_GROUPS = HEAD_GROUPS * TOKEN_GROUPS;  // blocks of one sequence's KV split
+// The last head group holds HEADS % HEADS_PER_BLOCK heads where that is not 0, and the last token
+// group Q_LEN % BLOCK_TOKENS tokens (the mma row path only: kgen.mla.rules): its block's rows of
+// the missing heads or tokens read no q and write nothing.
+constexpr bool HEAD_RAGGED = HEADS % HEADS_PER_BLOCK != 0, TOKEN_RAGGED = Q_LEN % BLOCK_TOKENS != 0;
+constexpr bool RAGGED = HEAD_RAGGED || TOKEN_RAGGED;
 // Partial loads in flight per thread of the split-KV merge. 8 was 1-3% faster on the H200's
 // split-heavy dense cases but spills on sm_120 in two shipped configs (168 and 96 registers).
 constexpr int MERGE_LOADS = 4;  // (mla/combine.cuh)
 
 static_assert(HEADS_PER_BLOCK <= HEADS, "HEADS_PER_BLOCK at most HEADS");
-static_assert(ROWS == Q_LEN * HEADS_PER_BLOCK, "ROWS");
+static_assert(ROWS == BLOCK_TOKENS * HEADS_PER_BLOCK, "ROWS");
 static_assert(Q_LEN <= 64, "draft-tree rows are 64-bit words");
 static_assert(MASK_KIND == MASK_NONE || MASK_KIND == MASK_CAUSAL || MASK_KIND == MASK_TREE, "mask kind");
 
 {{ params_struct }}
 
-// The grid: blockIdx.x the head group, blockIdx.y the KV split (or, in mla_combine, the row and
-// column chunk), blockIdx.z the sequence. So a split's head groups are neighbours in dispatch
-// order and read each KV tile at about the same time: on the H200 the B = 1 decode cases ran
-// 2.5-3.5% faster than with the split as x, the others level (docs/decisions.md: grid order).
-__device__ __forceinline__ int head_group() { return blockIdx.x; }
+// The grid: blockIdx.x the block group (head group, then token group), blockIdx.y the KV split
+// (or, in mla_combine, the row and column chunk), blockIdx.z the sequence. So a split's head groups
+// are neighbours in dispatch order and read each KV tile at about the same time: on the H200 the
+// B = 1 decode cases ran 2.5-3.5% faster than with the split as x, the others level
+// (docs/decisions.md: grid order).
+__device__ __forceinline__ int block_group() { return blockIdx.x; }
+__device__ __forceinline__ int head_group() { return TOKEN_GROUPS == 1 ? blockIdx.x : blockIdx.x % HEAD_GROUPS; }
+__device__ __forceinline__ int token_group() { return TOKEN_GROUPS == 1 ? 0 : blockIdx.x / HEAD_GROUPS; }
 
-// Row r of a block (r = t * HEADS_PER_BLOCK + local head) in q, out and lse.
-__device__ __forceinline__ int row_token(int r) { return r / HEADS_PER_BLOCK; }
+// Row r of a block (r = local token * HEADS_PER_BLOCK + local head) in q, out and lse.
+__device__ __forceinline__ int row_token(int r) { return token_group() * BLOCK_TOKENS + r / HEADS_PER_BLOCK; }
 __device__ __forceinline__ int row_head(int r) { return head_group() * HEADS_PER_BLOCK + r % HEADS_PER_BLOCK; }
-// Whether row r of this block is a query row (not padding, not a head past HEADS).
-__device__ __forceinline__ bool row_real(int r) { return r < ROWS && (!RAGGED || row_head(r) < HEADS); }
+// Whether row r of this block is a query row (not padding, not a head past HEADS, not a token
+// past Q_LEN).
+__device__ __forceinline__ bool row_real(int r) {
+  return r < ROWS && (!HEAD_RAGGED || row_head(r) < HEADS) && (!TOKEN_RAGGED || row_token(r) < Q_LEN);
+}
 __device__ __forceinline__ const T* q_row(const Params& p, int b, int r) {
   return p.q + b * p.q_sb + row_token(r) * p.q_st + row_head(r) * p.q_sh;
 }

@@ -19,6 +19,8 @@ static_assert(KV_FORMAT == KV_BF16 || KV_FORMAT == KV_FP8, "kv format");
 
 // The grid as the dense family's (mla/common.cuh): x the head group, y the split, z the token.
 __device__ __forceinline__ int head_group() { return blockIdx.x; }
+constexpr int BLOCK_GROUPS = HEAD_GROUPS;  // (mla/combine.cuh's groups: one per head group)
+__device__ __forceinline__ int block_group() { return blockIdx.x; }
 __device__ __forceinline__ int row_head(int r) { return head_group() * HEADS_PER_BLOCK + r; }
 constexpr bool RAGGED = false;  // head groups divide HEADS (mla/combine.cuh asks)
 __device__ __forceinline__ bool row_real(int r) { return r < ROWS; }

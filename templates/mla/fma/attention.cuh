@@ -18,6 +18,7 @@
 namespace mla {
 
 static_assert(!RAGGED, "ragged head groups take the mma row path only");
+static_assert(TOKEN_GROUPS == 1, "token groups take the mma path only");
 
 using kgen::Vec;
 

@@ -22,6 +22,7 @@
 namespace mla {
 
 static_assert(!RAGGED, "ragged head groups take the mma row path only");
+static_assert(TOKEN_GROUPS == 1, "token groups take the mma path only");
 
 constexpr int NUM_THREADS = NUM_WARPS * 32;
 constexpr int TILE_ROWS = 64;  // rows of a block, padded

@@ -17,7 +17,7 @@
 
 namespace mla {
 
-static_assert(!RAGGED, "ragged head groups take the mma row path only");
+static_assert(!RAGGED, "ragged head and token groups take the mma row path only");
 
 // The block barrier between the roles, which reach it at different places in the code: barrier 0
 // (__syncthreads'; every thread takes part) in its non-aligned form, which conditional code may use.
