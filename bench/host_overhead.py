@@ -216,7 +216,7 @@ def cpu_rows():
 
 def parts(device: str) -> None:
     """Each read of runner.run's fast path alone, in ns a call."""
-    from kgen.mla.runner import current_stream
+    from kgen.mla.running import current_stream
 
     q = torch.zeros(1, 1, 16, 576, dtype=torch.bfloat16, device=device)
     shape = torch.Size((1, 1, 16, 576))

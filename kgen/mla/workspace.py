@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+COMBINE = "mla_combine"  # the split merge's kernel, of merge="pdl" configs (either family)
 GROUP_COUNTERS = 4  # per (sequence, head group): templates/mla/combine.cuh's ARRIVALS .. LEFT
 
 
