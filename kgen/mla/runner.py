@@ -45,6 +45,8 @@ class Runner(PlannedRunner):
             groups=batch,
         )
         self._extra_always = self._tree  # a tree spec's run must be given a mask
+        if self._tree and self._launch is not None:
+            self._bind_extra = self._bind_tree_mask  # (one call less per run)
         t = spec.q_len
         self._packed_shapes = {torch.Size((batch, t)): t, torch.Size((t,)): 0}  # -> mask_sb
         self._bool_shapes = (torch.Size((batch, t, t)), torch.Size((t, t)))
@@ -88,26 +90,17 @@ class Runner(PlannedRunner):
         """run on the CUDA stream of raw handle `stream` (the one-call forms, which know it)."""
         return self._run(stream, (q, kv_cache, block_table, seq_lens), out, lse, mask)
 
-    def _bind_extra(self, inputs: tuple, mask) -> None:
-        if self._tree and self._launch is not None:
-            self._bind_tree_mask(mask)
-        elif mask is not None:
-            check_mask(self.spec, mask, self.batch, self.device)
-
-    def _extra_span(self, mask) -> tuple[int, int]:
-        try:
-            if mask.dtype is torch.int64:  # bit rows, contiguous (else the checks refuse them)
-                ptr = mask.data_ptr()
-                return ptr, ptr + mask.numel() * 8
-            return extent(mask)
-        except AttributeError:  # not a tensor: the checks say so
-            return 0, 0
+    def _bind_extra(self, mask) -> tuple[int, int]:
+        """A mask of a spec whose mask is not 'tree' (or of a plan without rows): checked."""
+        check_mask(self.spec, mask, self.batch, self.device)
+        return 0, 0
 
     def _extra_spans(self, mask) -> tuple:
         return (("mask", mask),)
 
-    def _bind_tree_mask(self, mask) -> None:
-        """Point the kernel at the mask's bit rows, packing a bool mask into the plan's buffer."""
+    def _bind_tree_mask(self, mask) -> tuple[int, int]:
+        """Point the kernel at the mask's bit rows, packing a bool mask into the plan's buffer;
+        the mask's bytes."""
         try:
             dtype, shape = mask.dtype, mask.shape
             usable = mask.get_device() == self._index
@@ -122,8 +115,9 @@ class Runner(PlannedRunner):
             check_mask(self.spec, mask, self.batch, self.device)  # raises, saying what is wrong
         p = self._params
         if dtype is torch.int64:
-            p.mask, p.mask_sb = mask.data_ptr(), mask_sb
-            return
+            p.mask = ptr = mask.data_ptr()
+            p.mask_sb = mask_sb
+            return ptr, ptr + mask.numel() * 8
         per_sequence = mask.dim() == 3  # else one [T, T] mask for every sequence
         scratch, bits = (
             (self._scratch, self._bits) if per_sequence else (self._scratch[0], self._bits[0])
@@ -131,3 +125,4 @@ class Runner(PlannedRunner):
         torch.mul(mask, self._bit_weights, out=scratch)
         torch.sum(scratch, -1, out=bits)
         p.mask, p.mask_sb = self._bits.data_ptr(), self.spec.q_len if per_sequence else 0
+        return extent(mask)

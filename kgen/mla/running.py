@@ -58,9 +58,9 @@ class PlannedRunner:
     The family gives: `inputs` and `outputs` (Operands, in the order run passes the tensors; the
     outputs are out and lse), `params` (its kernel's parameter struct, its own fields set),
     `groups` (blocks along the grid's z: sequences or query tokens), and may override
-    `_extra_buffers` / `_keep_extra` (more plan-time memory), `_bind_extra` (per-call work on
-    what run passes besides the tensors, like dense MLA's tree mask) and `_extra_span` /
-    `_extra_spans` (such an input's bytes, for the overlap checks).
+    `_extra_buffers` / `_keep_extra` (more plan-time memory), `_bind_extra` (binding what run
+    passes besides the tensors, like dense MLA's tree mask, before the tensors) and
+    `_extra_spans` (such an input, named, for the general overlap check).
     """
 
     def __init__(
@@ -132,11 +132,10 @@ class PlannedRunner:
     def _keep_extra(self, buffers: tuple) -> None:
         """Keep what _extra_buffers made."""
 
-    def _bind_extra(self, inputs: tuple, extra) -> None:
-        """Per-call work on `extra` (what run passes besides the tensors), after the binding."""
-
-    def _extra_span(self, extra) -> tuple[int, int]:
-        """The bytes [start, end) of an input in `extra`, for the fast overlap check."""
+    def _bind_extra(self, extra) -> tuple[int, int]:
+        """Bind `extra` (what run passes besides the tensors; called before they are bound, where
+        `extra` is not None or _extra_always is set) and return the bytes [start, end) of the
+        input it is, for the fast overlap check ((0, 0): none)."""
         return 0, 0
 
     def _extra_spans(self, extra) -> tuple:
@@ -163,22 +162,20 @@ class PlannedRunner:
         self._odd_strides = False
 
     def _run(self, stream: int, inputs: tuple, out, lse, extra=None):
-        """Bind `inputs` (in the order of the family's input Operands), out and lse (allocated
-        where None) and `extra`, then launch on `stream`."""
+        """Bind `extra`, then `inputs` (in the order of the family's input Operands), out and lse
+        (allocated where None), and launch on `stream`."""
         given = out is not None or lse is not None
         if out is None:
             out = self._out_like.new_empty(self._out_shape)
         if lse is None:
             lse = self._lse_like.new_empty(self._lse_shape)
-        lo, hi = self._extra_span(extra) if given and extra is not None else (0, 0)
+        lo, hi = self._bind_extra(extra) if extra is not None or self._extra_always else (0, 0)
         # planned tensors: True (bound), None (bound, but out or lse may overlap an input)
         bound = not self._odd_strides and self._bind_planned(
             self._params, inputs, out, lse, given, lo, hi
         )
         if bound is False:
             self._bind_checked(inputs, out, lse)
-        if extra is not None or self._extra_always:
-            self._bind_extra(inputs, extra)
         if given and bound is not True:
             named = zip((op.name for op in self.inputs), inputs, strict=True)
             refuse_overlap([("out", out), ("lse", lse)], [*named, *self._extra_spans(extra)])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from kgen.mla.operands import check_tensor
+from kgen.mla.operands import check_operands, check_tensor
 from kgen.mla.running import PlannedRunner, current_stream, runners
 from kgen.mla.sparse.inputs import MAX_TOKENS, operands, validate_indices
 from kgen.mla.sparse.program import SparseParams
@@ -65,13 +65,17 @@ class SparseRunner(PlannedRunner):
     def run(self, q, kv_cache, indices, out=None, lse=None, validate: bool = False):
         """out [B, T, H, 512] and lse [B, T, H] on torch's current stream. validate=True also
         checks every slot of `indices` (a device sync); out= and lse= must not overlap inputs."""
-        stream = current_stream(self._index)
-        return self._run(stream, (q, kv_cache, indices), out, lse, True if validate else None)
+        if validate:
+            self._validate(q, kv_cache, indices)
+        return self._run(current_stream(self._index), (q, kv_cache, indices), out, lse)
 
     def run_on(self, stream: int, q, kv_cache, indices, out=None, lse=None, validate=False):
         """run on the CUDA stream of raw handle `stream` (the one-call forms, which know it)."""
-        return self._run(stream, (q, kv_cache, indices), out, lse, True if validate else None)
+        if validate:
+            self._validate(q, kv_cache, indices)
+        return self._run(stream, (q, kv_cache, indices), out, lse)
 
-    def _bind_extra(self, inputs: tuple, validate) -> None:
-        _, kv_cache, indices = inputs
+    def _validate(self, q, kv_cache, indices) -> None:
+        """The cheap checks (naming a bad tensor), then every slot of `indices` (a device sync)."""
+        check_operands(self.inputs, (q, kv_cache, indices), self.device, self.planned)
         validate_indices(kv_cache, indices)
