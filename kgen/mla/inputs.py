@@ -36,7 +36,7 @@ def operands(spec: Spec, vec_width: int = 1) -> tuple[tuple[Operand, ...], tuple
                 Limit("pages", lambda kv: kv.shape[0], INT32_MAX),
                 # offsets inside a page are 32-bit
                 Limit(
-                    "elements a page (row stride x page_size)",
+                    "elements in a page (row stride x page_size)",
                     lambda kv: kv.stride(1) * ps,
                     INT32_MAX,
                 ),
@@ -53,7 +53,7 @@ def operands(spec: Spec, vec_width: int = 1) -> tuple[tuple[Operand, ...], tuple
             access="last",
             limits=(
                 Limit(
-                    "positions a sequence (max_pages x page_size)",
+                    "positions in a sequence (max_pages x page_size)",
                     lambda bt: bt.shape[1] * ps,
                     INT32_MAX,
                 ),
