@@ -26,7 +26,7 @@ from cuda.bindings import driver  # noqa: E402
 
 import kgen  # noqa: E402
 from kgen.launch import cu_stream  # noqa: E402
-from kgen.mla import Config, Spec, pack_tree_mask  # noqa: E402
+from kgen.mla import Config, Spec, fastpath, pack_tree_mask, running  # noqa: E402
 from kgen.mla import runner as runner_module  # noqa: E402
 from kgen.mla.workload import make_workload  # noqa: E402
 
@@ -154,8 +154,8 @@ def cpu_rows():
     from kgen.mla import api, layout_for
     from kgen.mla.kernel import MLAKernel
 
-    runner_module.current_stream = lambda index: 0
-    runner_module.current_device = lambda: -1
+    runner_module.current_stream = running.current_stream = lambda index: 0
+    running.current_device = lambda: -1
     runner_module.Runner._packed_launch = lambda self, grid: types.SimpleNamespace(
         launch=lambda stream: None
     )
@@ -194,7 +194,11 @@ def cpu_rows():
     )
     runner = runner_module.Runner(kernel, 1, 1, torch.device("cpu"))
     runner._index = 0
-    runner_module.current_device = lambda: 0  # where a Runner asks (more than one GPU)
+    # its fast path, written for device 0 (the planned device is a constant in it)
+    runner._bind_planned, _ = fastpath.binder(
+        runner.inputs, runner.outputs, runner.planned, 0, type(runner._params)
+    )
+    running.current_device = lambda: 0  # where a Runner asks (more than one GPU)
     api._plan = lambda *args: runner
     api.current_stream = runner_module.current_stream
     kernel.runner = lambda *args: runner
@@ -216,7 +220,7 @@ def cpu_rows():
 
 def parts(device: str) -> None:
     """Each read of runner.run's fast path alone, in ns a call."""
-    from kgen.mla.runner import current_stream
+    from kgen.mla.running import current_stream
 
     q = torch.zeros(1, 1, 16, 576, dtype=torch.bfloat16, device=device)
     shape = torch.Size((1, 1, 16, 576))

@@ -26,8 +26,7 @@ def variants(names: list[str]):
     """(case, config) of each named case: config='auto''s choice with the given fields."""
     import torch
 
-    from kgen.mla.choose import choose_config
-    from kgen.mla.sparse.choose import choose_sparse_config
+    from kgen.mla.choose import choose_config, choose_sparse_config
 
     grid = {c.name: c for c in load_grid()}
     index = torch.cuda.current_device()

@@ -3,7 +3,7 @@ kernel checked against the float64 oracle first. JSON lines to stdout, one per c
 
 What is timed: each case's shipped config (kgen/tuned/tuning.json, its stamp ignored; dense or
 sparse), or with --default the heuristic default config='auto' falls back to on a GPU without
-tuned entries (dense: kgen.mla.choose.compiled_default; sparse:
+tuned entries (dense: kgen.mla.dense.compiled_default; sparse:
 kgen.mla.sparse.heuristic.default_sparse_config), or with --torch the plain torch implementation
 (gather, matmuls and softmax in the case's dtype: kgen.tune.baseline). Run from two trees it is an
 A/B of kernel code on the same configs (bench/ab.sh); with and without --default, of tuning
@@ -66,7 +66,7 @@ def default_for(case, fields: dict, arch, sm_count: int):
     """The heuristic default of `case` on `arch` for `sm_count` SMs with `fields` changed; a dense
     default's KV splits refit (as compiled_default does) to the changed kernel's blocks per SM
     unless `fields` sets them, a sparse default's kept unless set."""
-    from kgen.mla.choose import compiled_default, refit_splits
+    from kgen.mla.dense import compiled_default, refit_splits
     from kgen.mla.sparse.heuristic import default_sparse_config
 
     if isinstance(case.spec, SparseSpec):

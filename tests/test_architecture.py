@@ -54,8 +54,33 @@ def known(module: str) -> str:
 
 
 def test_the_graph_is_read():
-    assert "kgen.mla.choose" in GRAPH["kgen.mla.api"]
+    assert "kgen.mla.choose" in GRAPH["kgen.mla.planning"]
     assert "kgen.device" in GRAPH["kgen.arch"]
+
+
+# The machinery every MLA family shares: a family's record and its build, the input checker, the
+# runner and its fast path, the workspace, a compiled kernel.
+FRAMEWORK = {
+    "kgen.mla.family",
+    "kgen.mla.operands",
+    "kgen.mla.running",
+    "kgen.mla.fastpath",
+    "kgen.mla.workspace",
+    "kgen.mla.compiled",
+}
+
+
+def test_the_framework_imports_no_family():
+    """A family plugs into the framework; the framework never reaches into a family (its spec,
+    layout, program or inputs), so a new family changes no framework module."""
+    assert set(GRAPH) >= FRAMEWORK
+    leaks = sorted(
+        f"{module} imports {known(target)}"
+        for module in FRAMEWORK
+        for target in GRAPH[module]
+        if layer(known(target)) == 1 and known(target) not in FRAMEWORK
+    )
+    assert not leaks, leaks
 
 
 def test_imports_flow_from_core_to_family_to_tuner():

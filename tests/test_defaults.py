@@ -20,8 +20,8 @@ from kgen import build as build_module
 from kgen.arch import ARCHS
 from kgen.build import MissingReportError, build_program
 from kgen.compiler import DEFAULT_OPTIONS, CompileResult
-from kgen.mla import Spec, build, layout_for
-from kgen.mla.choose import PerformanceWarning, compiled_default
+from kgen.mla import PerformanceWarning, Spec, build, layout_for
+from kgen.mla.dense import compiled_default
 from kgen.mla.heuristic import default_config
 from kgen.mla.program import mla_program
 
@@ -122,7 +122,7 @@ _CHOOSE = textwrap.dedent(
     import json, sys
     from kgen.arch import ARCHS
     from kgen.mla import Spec
-    from kgen.mla.choose import compiled_default
+    from kgen.mla.dense import compiled_default
     specs = [Spec(**s) for s in json.loads(sys.argv[1])]
     print(json.dumps([
         compiled_default(s, 8, 8192, ARCHS["sm_90"], 132).to_dict() for s in specs

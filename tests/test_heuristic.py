@@ -6,7 +6,7 @@ counts. A dense row holds the case (heads, q_len, latent_dim, rope_dim, dtype, p
 batch, max_seq_len, arch, sm_count), then the default with every candidate accepted, the default
 with a third of them refused (by a hash of their block's shape), how many candidates that second
 call offered and a CRC of them in order, and the default when only the last of those is accepted
-(as kgen.mla.choose.compiled_default asks where every candidate spills; null: none). A sparse row
+(as kgen.mla.dense.compiled_default asks where every candidate spills; null: none). A sparse row
 holds (heads, q_len, topk, kv_format, page_size, dtype, batch, arch, sm_count) and the default
 (null: ConfigError). Configs are indices into the *_configs tables, whose columns *_fields name
 (a field the fixture does not name holds its default value).

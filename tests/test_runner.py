@@ -11,10 +11,11 @@ import torch
 
 import kgen
 from kgen.arch import ARCHS
-from kgen.mla import Config, Spec, layout_for, pack_tree_mask
+from kgen.mla import Config, Spec, layout_for, pack_tree_mask, running
 from kgen.mla import runner as runner_module
 from kgen.mla.inputs import InputError
-from kgen.mla.runner import LOG2E, Runner
+from kgen.mla.runner import Runner
+from kgen.mla.running import LOG2E
 
 SPEC = Spec(heads=4, q_len=3, dtype="bfloat16", page_size=16, mask="tree")
 CONFIG = Config(heads_per_block=2, kv_splits=4, vec_width=8, smem_stages=2, block_n=16)
@@ -36,7 +37,7 @@ class RecordedLaunch:
 def runner(monkeypatch):
     monkeypatch.setattr(Runner, "_packed_launch", lambda self, grid: RecordedLaunch(self._params))
     monkeypatch.setattr(runner_module, "current_stream", lambda index: 1234)
-    monkeypatch.setattr(runner_module, "current_device", lambda: -1)
+    monkeypatch.setattr(running, "current_device", lambda: -1)
     kernel = types.SimpleNamespace(  # what a Runner reads of an MLAKernel; nothing compiled
         spec=SPEC, config=CONFIG, layout=layout_for(SPEC, CONFIG, ARCHS["sm_120"]), binary=None
     )
@@ -121,13 +122,17 @@ def test_out_and_lse_given_are_written_in_place(runner):
     [
         ("q", lambda t: t["q"].float(), r"q: expected dtype torch.bfloat16"),
         ("q", lambda t: t["q"][:1], r"q: expected batch 2 \(the plan's\)"),
-        ("q", lambda t: t["q"][:, :2], r"q: expected shape \[B, 3, 4, 576\]"),
+        ("q", lambda t: t["q"][:, :2], r"q: expected shape \[2, 3, 4, 576\]"),
         ("q", lambda t: "q", r"q: expected a torch.Tensor"),
         ("q", lambda t: t["q"][0], r"q: expected 4 dimensions"),
         ("kv_cache", lambda t: t["kv_cache"][:, :8], r"kv_cache: expected shape"),
-        ("block_table", lambda t: t["block_table"][:, :4], r"block_table: expected 5 columns"),
+        (
+            "block_table",
+            lambda t: t["block_table"][:, :4],
+            r"block_table: expected max_pages 5 \(the plan's\)",
+        ),
         ("block_table", lambda t: t["block_table"].long(), r"block_table: expected dtype"),
-        ("seq_lens", lambda t: t["seq_lens"][:1], r"seq_lens: expected shape \[2\]"),
+        ("seq_lens", lambda t: t["seq_lens"][:1], r"seq_lens: expected batch 2 \(the plan's\)"),
         ("mask", lambda t: None, r"mask: expected a tree mask"),
         ("mask", lambda t: t["mask"][:2], r"mask: expected bool shape"),
         ("mask", lambda t: t["mask"].float(), r"mask: expected dtype bool"),
@@ -286,7 +291,7 @@ def test_attention_compiles_to_one_graph_with_the_op_functionalized():
 
 
 def test_the_runner_cache_evicts_but_keeps_what_a_graph_captured(monkeypatch):
-    from kgen.mla.runner import RunnerCache
+    from kgen.mla.running import RunnerCache
 
     capturing = [False]
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
@@ -318,7 +323,7 @@ def test_the_runner_cache_evicts_but_keeps_what_a_graph_captured(monkeypatch):
 
 
 def test_the_runner_cache_finds_the_last_key_again_and_asks_no_capture_on_stream_0(monkeypatch):
-    from kgen.mla.runner import RunnerCache
+    from kgen.mla.running import RunnerCache
 
     asked = []
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: asked.append(1))

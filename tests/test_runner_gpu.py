@@ -213,7 +213,7 @@ def test_out_overlapping_an_input_is_refused_naming_both():
 def test_attention_is_a_cached_plan_and_run():
     import torch
 
-    from kgen.mla.runner import runners
+    from kgen.mla.running import runners
 
     w = make_workload(SPEC, [37, 90], seed=5, max_pages=WIDTH)
     first = kgen.mla.attention(*w.args(), config=CONFIG)

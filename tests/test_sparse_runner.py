@@ -10,10 +10,11 @@ import pytest
 import torch
 
 from kgen.arch import ARCHS
-from kgen.mla import InputError, SparseConfig, SparseSpec, quantize_fp8, sparse_layout_for
+from kgen.mla import InputError, SparseConfig, SparseSpec, quantize_fp8, running, sparse_layout_for
+from kgen.mla.running import LOG2E
 from kgen.mla.sparse import runner as runner_module
 from kgen.mla.sparse.api import sparse_spec_for
-from kgen.mla.sparse.runner import LOG2E, SparseRunner
+from kgen.mla.sparse.runner import SparseRunner
 
 SPEC = SparseSpec(heads=4, q_len=2, topk=5, kv_format="fp8", page_size=4)
 CONFIG = SparseConfig(heads_per_block=4, kv_splits=3)
@@ -34,7 +35,7 @@ def make_runner(monkeypatch, spec=SPEC):
         SparseRunner, "_packed_launch", lambda self, grid: RecordedLaunch(self._params)
     )
     monkeypatch.setattr(runner_module, "current_stream", lambda index: 1234)
-    monkeypatch.setattr(runner_module, "current_device", lambda: -1)
+    monkeypatch.setattr(running, "current_device", lambda: -1)
     kernel = types.SimpleNamespace(
         spec=spec, config=CONFIG, layout=sparse_layout_for(spec, CONFIG, ARCHS["sm_120"])
     )
@@ -150,12 +151,12 @@ def test_planned_tensors_take_the_fast_path_without_the_full_checks(monkeypatch)
     runner = make_runner(monkeypatch)
     args = tensors()
     out, lse = torch.empty(2, 2, 4, 512, dtype=torch.bfloat16), torch.empty(2, 2, 4)
-    full = runner_module.check_inputs
+    full = running.check_operands
 
     def refuse(*a, **k):
         raise AssertionError("the full checks ran for planned tensors")
 
-    monkeypatch.setattr(runner_module, "check_inputs", refuse)
+    monkeypatch.setattr(running, "check_operands", refuse)
     runner.run(**args, out=out, lse=lse)
     other = tensors()  # new addresses, more pages: still the plan's shapes
     other["kv_cache"] = quantize_fp8(torch.randn(PAGES + 2, 4, 576))
@@ -164,7 +165,7 @@ def test_planned_tensors_take_the_fast_path_without_the_full_checks(monkeypatch)
     assert sent["q"] == other["q"].data_ptr() and sent["kv"] == other["kv_cache"].data_ptr()
     assert sent["indices"] == other["indices"].data_ptr() and sent["num_slots"] == (PAGES + 2) * 4
     assert (sent["out"], sent["lse"]) == (out.data_ptr(), lse.data_ptr())
-    monkeypatch.setattr(runner_module, "check_inputs", full)
+    monkeypatch.setattr(running, "check_operands", full)
 
 
 def test_odd_strides_are_used_then_the_planned_ones_come_back(monkeypatch):

@@ -5,7 +5,7 @@ capture (where it must not benchmark)."""
 import pytest
 
 from kgen.mla import SparseSpec, sparse_attention
-from kgen.mla.sparse.choose import choose_sparse_config
+from kgen.mla.choose import choose_sparse_config
 from kgen.mla.sparse.kernel import SparseKernel
 from kgen.mla.sparse.workload import make_sparse_workload
 from kgen.tune.space import Case

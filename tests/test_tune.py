@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from kgen import __version__
 from kgen.arch import ARCHS
 from kgen.mla import Config, Spec, layout_for
+from kgen.mla.dense import bucket
 from kgen.mla.heuristic import default_config
 from kgen.mla.rules import DENSE
-from kgen.mla.tuning import TuningDB, bucket, code_stamp, staleness
+from kgen.mla.tuning import TuningDB, code_stamp, staleness
 from kgen.tune.space import (
     Axes,
     Case,
@@ -166,7 +167,7 @@ def test_the_sm120_default_of_any_shape_fits_and_does_not_spill(
     """What config='auto' gives every sm_120 card (no tuned entries there) for shapes off the
     grid too: it compiles within the block's shared memory and without spills."""
     from kgen.mla import build
-    from kgen.mla.choose import compiled_default
+    from kgen.mla.dense import compiled_default
 
     q_len = 1 if mask == "none" else q_len
     spec = Spec(heads=heads, q_len=q_len, dtype=dtype, page_size=page_size, mask=mask)
@@ -179,7 +180,7 @@ def test_the_sm120_default_of_any_shape_fits_and_does_not_spill(
 def test_the_default_refits_its_splits_to_the_compiled_kernels_blocks_per_sm(monkeypatch):
     from types import SimpleNamespace
 
-    from kgen.mla import choose
+    from kgen.mla import dense
 
     case = next(c for c in GRID if c.name == "dsv3-tp1-batch")  # 64 blocks before splitting
     args = (case.spec, case.batch, case.max_len, ARCHS["sm_90"], 132)
@@ -188,12 +189,12 @@ def test_the_default_refits_its_splits_to_the_compiled_kernels_blocks_per_sm(mon
     compiled = SimpleNamespace(
         resources=SimpleNamespace(occupancy=SimpleNamespace(blocks_per_sm=2), spills=0)
     )
-    monkeypatch.setattr(choose, "build", lambda spec, config, arch: compiled)
-    assert choose.compiled_default(*args) == replace(estimated, kv_splits=4)  # 264 slots
+    monkeypatch.setattr(dense, "build", lambda spec, config, arch: compiled)
+    assert dense.compiled_default(*args) == replace(estimated, kv_splits=4)  # 264 slots
     monkeypatch.undo()
     # sm_120's defaults are bound by shared memory, which the model knows exactly: no change
     sm120 = (case.spec, case.batch, case.max_len, ARCHS["sm_120"], 188)
-    assert choose.compiled_default(*sm120) == default_config(*sm120)
+    assert dense.compiled_default(*sm120) == default_config(*sm120)
 
 
 def test_a_default_whose_kernel_spills_is_passed_over(monkeypatch):
@@ -201,7 +202,7 @@ def test_a_default_whose_kernel_spills_is_passed_over(monkeypatch):
     NVRTC 13.5): compiled_default then takes the same rows on 4 warps."""
     from types import SimpleNamespace
 
-    from kgen.mla import choose
+    from kgen.mla import dense
 
     spec = Spec(heads=3, q_len=3, dtype="float32", page_size=64, mask="causal")
     args = (spec, 1, 2048, ARCHS["sm_120"], 188)
@@ -214,8 +215,8 @@ def test_a_default_whose_kernel_spills_is_passed_over(monkeypatch):
             )
         )
 
-    monkeypatch.setattr(choose, "build", build)
-    chosen = choose.compiled_default(*args)
+    monkeypatch.setattr(dense, "build", build)
+    chosen = dense.compiled_default(*args)
     assert (chosen.num_warps, chosen.heads_per_block) == (4, 3) and chosen.compute == "fma"
 
 
@@ -415,8 +416,7 @@ def test_shipped_tuning_is_current_and_fits_sm120():
     """Every shipped entry (dense and sparse) matches today's kernel code, and its config compiles
     for sm_120 within its shared memory and without spills."""
     from kgen.arch import ARCHS
-    from kgen.mla import build
-    from kgen.mla.sparse.kernel import build_sparse
+    from kgen.mla import build, build_sparse
     from kgen.mla.sparse.spec import SparseConfig, SparseSpec
     from kgen.mla.tuning import SHIPPED
 

@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 
 from kgen.arch import ARCHS
 from kgen.mla import SparseConfig, SparseSpec, build_sparse, sparse_layout_for
+from kgen.mla.sparse.family import sparse_bucket
 from kgen.mla.sparse.heuristic import default_sparse_config
 from kgen.mla.sparse.layout import SparseConfigError
 from kgen.mla.spec import MAX_SPLITS
-from kgen.mla.tuning import TuningDB, code_stamp, entry_key, sparse_bucket, staleness
+from kgen.mla.tuning import TuningDB, code_stamp, entry_key, staleness
 from kgen.tune.report import config_name, summary_table
 from kgen.tune.space import Case, load_grid
 from kgen.tune.sparse_space import (

@@ -4,11 +4,13 @@ with torch: plan / Runner.run, attention, and the custom op torch.ops.kgen.mla_a
 import importlib.util
 
 from kgen.device import NoGPUError
-from kgen.mla.choose import PerformanceWarning, default_config
-from kgen.mla.kernel import MLAKernel, build
+from kgen.mla.choose import default_config, default_sparse_config
+from kgen.mla.dense import build
+from kgen.mla.family import PerformanceWarning
+from kgen.mla.kernel import MLAKernel
 from kgen.mla.layout import ConfigError, Layout, layout_for
-from kgen.mla.sparse.choose import default_sparse_config
-from kgen.mla.sparse.kernel import SparseKernel, build_sparse
+from kgen.mla.sparse.family import build_sparse
+from kgen.mla.sparse.kernel import SparseKernel
 from kgen.mla.sparse.layout import SparseConfigError, SparseLayout, sparse_layout_for
 from kgen.mla.sparse.spec import SparseConfig, SparseSpec
 from kgen.mla.spec import Config, Spec
@@ -28,7 +30,8 @@ __all__ += [
 if importlib.util.find_spec("torch") is not None:  # running kernels needs torch; building does not
     from kgen.mla import op
     from kgen.mla.api import attention, plan, spec_for
-    from kgen.mla.inputs import InputError, pack_tree_mask
+    from kgen.mla.inputs import pack_tree_mask
+    from kgen.mla.operands import InputError
     from kgen.mla.runner import Runner
     from kgen.mla.sparse.api import plan_sparse, sparse_attention, sparse_spec_for
     from kgen.mla.sparse.fp8 import Fp8CacheError, dequantize_fp8, quantize_fp8

@@ -5,18 +5,13 @@ from __future__ import annotations
 
 import torch
 
-from kgen.arch import resolve_arch
 from kgen.dtypes import from_torch
-from kgen.mla.choose import choose_config
-from kgen.mla.inputs import (
-    InputError,
-    check_inputs,
-    check_tensor,
-    cuda_index,
-    validate_on_device,
-)
-from kgen.mla.kernel import build
-from kgen.mla.runner import Runner, current_stream, runners
+from kgen.mla.dense import DENSE
+from kgen.mla.inputs import check_inputs, validate_on_device
+from kgen.mla.operands import InputError, check_tensor
+from kgen.mla.planning import begin_plan, planned_kernel
+from kgen.mla.runner import Runner
+from kgen.mla.running import current_stream, runners
 from kgen.mla.spec import Config, Spec
 
 
@@ -74,28 +69,14 @@ def plan(
     softmax scale (default 1/sqrt(latent + rope)). Call it outside CUDA-graph capture (it
     allocates and zeroes the workspace), then capture runs.
     """
-    if not isinstance(spec, Spec):
-        raise TypeError(f"spec: expected kgen.mla.Spec, got {type(spec).__name__}")
-    for name, value in (("batch", batch), ("max_pages", max_pages)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{name}={value!r}: expected an integer >= 0")
-    index = cuda_index(device)
-    if torch.cuda.is_current_stream_capturing():
-        raise RuntimeError(
-            "kgen.mla.plan inside CUDA-graph capture: plan before capturing (it allocates and "
-            "zeroes the workspace), then capture runner.run"
-        )
+    index = begin_plan(DENSE, "plan", spec, device, batch=batch, max_pages=max_pages)
     return _plan(spec, batch, max_pages, config, index, scale)
 
 
 def _plan(
     spec: Spec, batch: int, max_pages: int, config: Config | str, index: int, scale
 ) -> Runner:
-    if isinstance(config, str):
-        if config != "auto":
-            raise ValueError(f"config: expected a kgen.mla.Config or 'auto', got {config!r}")
-        config = choose_config(spec, batch, max_pages * spec.page_size, index)
-    kernel = build(spec, config, arch=resolve_arch("native", index))
+    kernel = planned_kernel(DENSE, spec, batch, max_pages * spec.page_size, config, index)
     return kernel.runner(batch, max_pages, index, scale)
 
 
@@ -146,7 +127,7 @@ def attention(
         check_tensor("block_table", block_table, q.device, torch.int32, 2)
         planned = _plan(spec, shape[0], max_pages, config, index, scale)
         runner = runners.add(key, planned, stream)
-    return runner._run(stream, q, kv_cache, block_table, seq_lens, mask, out, lse)
+    return runner.run_on(stream, q, kv_cache, block_table, seq_lens, mask, out, lse)
 
 
 def _traced_attention(

@@ -347,7 +347,7 @@ def default_config(
 ) -> Config:
     """The first block of RULES, weighed against RIVALS, with as many KV splits as one wave of
     blocks holds. `accept` may refuse candidates the layout model cannot judge
-    (kgen.mla.choose.compiled_default: those whose compiled kernel spills); it sees each as it
+    (kgen.mla.dense.compiled_default: those whose compiled kernel spills); it sees each as it
     would be returned, but for its KV splits (which change no code)."""
     facts = Facts(spec, arch, batch, sm_count)
     found = _first(facts, RULES, accept)

@@ -1,59 +1,81 @@
-"""Host-side checks of the tensors an MLA kernel is called with, and the tree-mask packing.
-
-Cheap checks (shape, dtype, device, strides, alignment) always run and raise ValueError naming
-the tensor; checks that must read device memory (seq_lens, page ids) run with validate=True.
+"""What a dense MLA call takes and writes, as Operands (kgen.mla.operands: the one checker and
+the runner read them), the tree mask's own checks and packing, and the checks that read device
+memory (validate=True: seq_lens, page ids).
 """
 
 from __future__ import annotations
 
 import torch
 
-from kgen import device as devices
+from kgen.mla.operands import INT32_MAX, InputError, Limit, Operand, check_operands, fail
 from kgen.mla.spec import Spec
 
-INT32_MAX = 2**31 - 1
 
-
-class InputError(ValueError):
-    """A tensor passed to an MLA kernel does not match what the kernel expects."""
-
-
-def _fail(name: str, expected: str, got: str) -> None:
-    raise InputError(f"{name}: expected {expected}, got {got}")
-
-
-def check_tensor(name: str, t, device: torch.device | None, dtype: torch.dtype | None, ndim: int):
-    """t is a tensor on `device` (any CUDA device where None), of `dtype` (where given), with
-    `ndim` dimensions."""
-    if not isinstance(t, torch.Tensor):
-        _fail(name, "a torch.Tensor", type(t).__name__)
-    if not t.is_cuda and (device is None or device.type == "cuda"):
-        _fail(name, "a CUDA tensor", f"a tensor on {t.device}")
-    if device is not None and t.device != device:
-        _fail(name, f"a tensor on {device}", f"one on {t.device}")
-    if dtype is not None and t.dtype != dtype:
-        _fail(name, f"dtype {dtype}", str(t.dtype))
-    if t.dim() != ndim:
-        _fail(name, f"{ndim} dimensions", f"shape {tuple(t.shape)}")
-
-
-def check_vector_rows(name: str, t: torch.Tensor, vec: int, elem_bytes: int) -> None:
-    """Rows read vec elements at a time: last dim contiguous, other strides and base aligned."""
-    if t.stride(-1) != 1 and t.shape[-1] > 1:
-        _fail(name, "a contiguous last dimension", f"strides {tuple(t.stride())}")
-    odd = [s for s, n in zip(t.stride()[:-1], t.shape[:-1], strict=True) if n > 1 and s % vec]
-    if odd:
-        _fail(
-            name,
-            f"strides that are multiples of vec_width={vec} elements",
-            f"strides {tuple(t.stride())}",
-        )
-    if t.data_ptr() % (vec * elem_bytes):
-        _fail(
-            name,
-            f"a base address aligned to {vec * elem_bytes} bytes for vec_width={vec}",
-            f"address {t.data_ptr():#x}",
-        )
+def operands(spec: Spec, vec_width: int = 1) -> tuple[tuple[Operand, ...], tuple[Operand, ...]]:
+    """(inputs, outputs) of a call of `spec`: q, kv_cache, block_table, seq_lens; out, lse. Rows
+    of q, the cache and out are read vec_width elements at a time."""
+    t, h, d, ps = spec.q_len, spec.heads, spec.head_dim, spec.page_size
+    row = vec_width * spec.elem_bytes
+    inputs = (
+        Operand(
+            "q",
+            spec.dtype,
+            ("B", t, h, d),
+            "B, q_len, heads, latent+rope",
+            align=row,
+            field="q",
+            strides=("q_sb", "q_st", "q_sh"),
+        ),
+        Operand(
+            "kv_cache",
+            spec.dtype,
+            ("num_pages", ps, d),
+            "num_pages, page_size, latent+rope",
+            align=row,
+            limits=(
+                Limit("pages", lambda kv: kv.shape[0], INT32_MAX),
+                # offsets inside a page are 32-bit
+                Limit(
+                    "elements in a page (row stride x page_size)",
+                    lambda kv: kv.stride(1) * ps,
+                    INT32_MAX,
+                ),
+            ),
+            field="kv",
+            strides=("kv_sp", "kv_sr"),
+            count=("num_pages", 1),
+        ),
+        Operand(
+            "block_table",
+            "int32",
+            ("B", "max_pages"),
+            "B, max_pages",
+            access="last",
+            limits=(
+                Limit(
+                    "positions in a sequence (max_pages x page_size)",
+                    lambda bt: bt.shape[1] * ps,
+                    INT32_MAX,
+                ),
+            ),
+            field="block_table",
+            strides=("bt_sb",),
+        ),
+        Operand("seq_lens", "int32", ("B",), "B", access="last", field="seq_lens"),
+    )
+    outputs = (
+        Operand(
+            "out",
+            spec.dtype,
+            ("B", t, h, spec.latent_dim),
+            "B, q_len, heads, latent",
+            align=row,
+            field="out",
+            strides=("o_sb", "o_st", "o_sh"),
+        ),
+        Operand("lse", "float32", ("B", t, h), "B, q_len, heads", access="whole", field="lse"),
+    )
+    return inputs, outputs
 
 
 def check_inputs(
@@ -69,67 +91,11 @@ def check_inputs(
 ) -> None:
     """Every cheap check of a call's inputs (all on `device`, else on q's CUDA device, and of
     the `planned` (batch, max_pages) where given); InputError naming the first bad tensor."""
-    dtype = spec.torch_dtype
-    check_tensor("q", q, device, dtype, 4)
-    device = q.device
-    batch, q_len, heads, dim = q.shape
-    if (q_len, heads, dim) != (spec.q_len, spec.heads, spec.head_dim):
-        _fail(
-            "q",
-            f"shape [B, {spec.q_len}, {spec.heads}, {spec.head_dim}] (B, q_len, heads, "
-            "latent+rope)",
-            f"{tuple(q.shape)}",
-        )
-    if planned is not None and batch != planned[0]:
-        _fail("q", f"batch {planned[0]} (the plan's)", f"shape {tuple(q.shape)}")
-    check_vector_rows("q", q, vec, spec.elem_bytes)
-
-    check_tensor("kv_cache", kv_cache, device, dtype, 3)
-    if tuple(kv_cache.shape[1:]) != (spec.page_size, spec.head_dim):
-        _fail(
-            "kv_cache",
-            f"shape [num_pages, {spec.page_size}, {spec.head_dim}] (page_size, latent+rope)",
-            f"{tuple(kv_cache.shape)}",
-        )
-    check_vector_rows("kv_cache", kv_cache, vec, spec.elem_bytes)
-    if kv_cache.shape[0] > INT32_MAX:
-        _fail("kv_cache", f"at most {INT32_MAX} pages", f"{kv_cache.shape[0]}")
-    if kv_cache.stride(1) * spec.page_size > INT32_MAX:  # offsets inside a page are 32-bit
-        _fail(
-            "kv_cache",
-            f"a row stride of at most {INT32_MAX // spec.page_size} elements",
-            f"{kv_cache.stride(1)}",
-        )
-
-    check_tensor("block_table", block_table, device, torch.int32, 2)
-    if block_table.shape[0] != batch:
-        _fail(
-            "block_table",
-            f"{batch} rows (one per sequence of q)",
-            f"shape {tuple(block_table.shape)}",
-        )
-    if planned is not None and block_table.shape[1] != planned[1]:
-        _fail(
-            "block_table",
-            f"{planned[1]} columns (the plan's max_pages)",
-            f"shape {tuple(block_table.shape)}",
-        )
-    if block_table.shape[1] and block_table.stride(1) != 1:
-        _fail("block_table", "contiguous rows", f"strides {tuple(block_table.stride())}")
-    if block_table.shape[1] * spec.page_size > INT32_MAX:
-        _fail(
-            "block_table",
-            f"at most {INT32_MAX} positions per sequence",
-            f"{block_table.shape[1]} pages x {spec.page_size}",
-        )
-
-    check_tensor("seq_lens", seq_lens, device, torch.int32, 1)
-    if seq_lens.shape[0] != batch:
-        _fail("seq_lens", f"shape [{batch}]", f"{tuple(seq_lens.shape)}")
-    if batch > 1 and seq_lens.stride(0) != 1:
-        _fail("seq_lens", "a contiguous tensor", f"stride {seq_lens.stride(0)}")
-
-    check_mask(spec, mask, batch, device)
+    inputs, _ = operands(spec, vec)
+    fixed = {} if planned is None else {"B": planned[0], "max_pages": planned[1]}
+    tensors = (q, kv_cache, block_table, seq_lens)
+    sizes = check_operands(inputs, tensors, device, fixed)
+    check_mask(spec, mask, sizes["B"], q.device)
 
 
 def check_mask(spec: Spec, mask, batch: int, device: torch.device) -> None:
@@ -138,27 +104,27 @@ def check_mask(spec: Spec, mask, batch: int, device: torch.device) -> None:
     if spec.mask != "tree":
         if mask is None or (isinstance(mask, str) and mask == spec.mask):
             return
-        _fail("mask", f"None (the kernel was built for mask='{spec.mask}')", _describe(mask))
+        fail("mask", f"None (the kernel was built for mask='{spec.mask}')", _describe(mask))
     if not isinstance(mask, torch.Tensor):
-        _fail(
+        fail(
             "mask",
             "a tree mask: bool [B, T, T] or [T, T], or packed int64 [B, T] or [T]",
             _describe(mask),
         )
     t = spec.q_len
     if mask.device != device:
-        _fail("mask", f"a tensor on {device}", f"one on {mask.device}")
+        fail("mask", f"a tensor on {device}", f"one on {mask.device}")
     if mask.dtype == torch.bool:
         if tuple(mask.shape) not in ((batch, t, t), (t, t)):
-            _fail("mask", f"bool shape [{batch}, {t}, {t}] or [{t}, {t}]", f"{tuple(mask.shape)}")
+            fail("mask", f"bool shape [{batch}, {t}, {t}] or [{t}, {t}]", f"{tuple(mask.shape)}")
         return
     if mask.dtype == torch.int64:
         if tuple(mask.shape) not in ((batch, t), (t,)):
-            _fail("mask", f"packed int64 shape [{batch}, {t}] or [{t}]", f"{tuple(mask.shape)}")
+            fail("mask", f"packed int64 shape [{batch}, {t}] or [{t}]", f"{tuple(mask.shape)}")
         if not mask.is_contiguous():
-            _fail("mask", "a contiguous packed mask", f"strides {tuple(mask.stride())}")
+            fail("mask", "a contiguous packed mask", f"strides {tuple(mask.stride())}")
         return
-    _fail("mask", "dtype bool (dense) or int64 (bit-packed rows)", str(mask.dtype))
+    fail("mask", "dtype bool (dense) or int64 (bit-packed rows)", str(mask.dtype))
 
 
 def _describe(x) -> str:
@@ -201,57 +167,3 @@ def validate_on_device(spec: Spec, kv_cache, block_table, seq_lens) -> None:
                 f"block_table[{b}, {i}]={int(used[i])}: page ids must be in "
                 f"[0, {num_pages}) (kv_cache has {num_pages} pages)"
             )
-
-
-def check_output(name: str, given, shape: tuple, dtype, device, vec: int, elem_bytes: int) -> None:
-    """A caller's out= or lse=: the right shape, dtype and device; lse contiguous, out's rows
-    readable vec elements at a time."""
-    if (
-        not isinstance(given, torch.Tensor)
-        or tuple(given.shape) != shape
-        or given.dtype != dtype
-        or given.device != device
-    ):
-        raise InputError(f"{name}: expected a {dtype} tensor of shape {list(shape)} on {device}")
-    if name == "lse" and not given.is_contiguous():
-        raise InputError("lse: expected a contiguous tensor")
-    if name == "out":
-        check_vector_rows("out", given, vec, elem_bytes)
-
-
-def extent(t: torch.Tensor) -> tuple[int, int]:
-    """The bytes [start, end) a strided tensor's elements lie in (empty for no elements)."""
-    start = t.data_ptr()
-    if t.numel() == 0:
-        return start, start
-    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True))
-    return start, start + (last + 1) * t.element_size()
-
-
-def refuse_overlap(outputs: list, inputs: list) -> None:
-    """InputError naming both tensors where an output's bytes overlap an input's or a later
-    output's (the kernel would read what it writes); each list holds (name, start, end)."""
-    for i, (name, lo, hi) in enumerate(outputs):
-        for other, olo, ohi in (*inputs, *outputs[i + 1 :]):
-            if lo < ohi and olo < hi:
-                raise InputError(
-                    f"{name} overlaps {other}: bytes [{lo:#x}, {hi:#x}) and [{olo:#x}, {ohi:#x}); "
-                    f"outputs must not share memory with inputs or with each other"
-                )
-
-
-def cuda_index(device) -> int:
-    """The index of a CUDA device given as None (the current one), an int, a str or a device;
-    NoGPUError where torch sees no CUDA device (a CPU build of torch, or no GPU)."""
-    if device is not None:
-        device = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
-        if device.type != "cuda":
-            raise ValueError(f"device={device}: expected a CUDA device")
-    if not torch.cuda.is_available():
-        why = "it was built without CUDA" if torch.version.cuda is None else "it sees no GPU"
-        raise devices.NoGPUError(
-            f"planning or running a kgen kernel needs a CUDA GPU, and torch {torch.__version__} "
-            f"cannot use one ({why}); building one needs none (kgen.mla.build or build_sparse "
-            "with an explicit arch, e.g. arch='sm_120')"
-        )
-    return devices.current() if device is None else devices.index_of(device)

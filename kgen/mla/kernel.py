@@ -1,15 +1,11 @@
-"""Build an MLA attention variant (no GPU needed) and run it on torch tensors."""
+"""A compiled dense MLA variant, called with torch tensors (kgen.mla.build makes one)."""
 
 from __future__ import annotations
 
 import functools
 
-from kgen.arch import Arch, resolve_arch
-from kgen.build import build_program
 from kgen.mla.compiled import CompiledKernel
-from kgen.mla.layout import layout_for
-from kgen.mla.program import ATTENTION, mla_program
-from kgen.mla.spec import Config, Spec
+from kgen.mla.program import ATTENTION
 
 
 class MLAKernel(CompiledKernel):
@@ -37,7 +33,7 @@ class MLAKernel(CompiledKernel):
         validate=True also checks seq_lens and page ids (this reads them back: a device sync).
         A plan for this call's shape is made on first use and kept (see kgen.mla.plan).
         """
-        runner_module = _runner_module()
+        running = _running()
         try:
             index = q.get_device()
             facts = (q.shape[0], block_table.shape[1], index)
@@ -49,12 +45,12 @@ class MLAKernel(CompiledKernel):
                 from kgen.mla.inputs import validate_on_device
 
                 validate_on_device(self.spec, kv_cache, block_table, seq_lens)
-        stream = runner_module.current_stream(index)
+        stream = running.current_stream(index)
         key = (self, *facts, scale, stream)
-        runner = runner_module.runners.get(key, stream)
+        runner = running.runners.get(key, stream)
         if runner is None:
-            runner = runner_module.runners.add(key, self.runner(*facts, scale), stream)
-        return runner._run(stream, q, kv_cache, block_table, seq_lens, mask, out, lse)
+            runner = running.runners.add(key, self.runner(*facts, scale), stream)
+        return runner.run_on(stream, q, kv_cache, block_table, seq_lens, mask, out, lse)
 
     def check_inputs(self, q, kv_cache, block_table, seq_lens, mask=None) -> None:
         """The cheap checks of a call's tensors (InputError naming the first bad one)."""
@@ -73,25 +69,8 @@ class MLAKernel(CompiledKernel):
 
 
 @functools.cache
-def _runner_module():
-    """kgen.mla.runner, imported on the first call of a kernel (building one needs no torch)."""
-    from kgen.mla import runner
+def _running():
+    """kgen.mla.running, imported on the first call of a kernel (building one needs no torch)."""
+    from kgen.mla import running
 
-    return runner
-
-
-def build(spec: Spec, config: Config, arch: str | Arch = "sm_120") -> MLAKernel:
-    """Compile (or fetch from the cache) one variant for `arch`; no GPU needed unless 'native'."""
-    if not isinstance(spec, Spec):
-        raise TypeError(f"spec: expected kgen.mla.Spec, got {type(spec).__name__}")
-    if not isinstance(config, Config):
-        raise TypeError(f"config: expected kgen.mla.Config, got {type(config).__name__}")
-    arch = resolve_arch(arch)
-    return _build(spec, config, arch)
-
-
-@functools.lru_cache(maxsize=1024)
-def _build(spec: Spec, config: Config, arch: Arch) -> MLAKernel:
-    layout = layout_for(spec, config, arch)
-    binary = build_program(mla_program(spec, config, layout), arch)
-    return MLAKernel(spec, config, arch, layout, binary)
+    return running

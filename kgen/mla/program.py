@@ -8,6 +8,7 @@ from kgen.mla.layout import Layout
 from kgen.mla.mma_layout import MMALayout
 from kgen.mla.spec import Config, Spec
 from kgen.mla.tiled_layout import TiledLayout
+from kgen.mla.workspace import COMBINE
 from kgen.render import CStruct, CType, Program, render_program
 
 TEMPLATES = {
@@ -16,7 +17,6 @@ TEMPLATES = {
     "tiled": "mla/tiled.cu.jinja",
 }
 ATTENTION = "mla_attention"
-COMBINE = "mla_combine"  # the split-KV merge of merge="pdl" configs
 MASK_KINDS = {"none": 0, "causal": 1, "tree": 2}
 Q_SOURCES = ("registers", "shared", "global")  # the template's Q_REGISTERS, Q_SHARED, Q_GLOBAL
 

@@ -22,23 +22,17 @@ from pathlib import Path
 from filelock import FileLock
 
 from kgen import __version__, env
+from kgen.arch import ARCHS
+from kgen.mla.families import FAMILIES, family_of
 from kgen.mla.layout import ConfigError
-from kgen.mla.sparse.spec import SparseConfig, SparseSpec
-from kgen.mla.spec import Config, Spec
 
 SHIPPED = Path(__file__).resolve().parent.parent / "tuned" / "tuning.json"
-
-
-FAMILIES = {"dense": (Spec, Config), "sparse": (SparseSpec, SparseConfig)}  # entry["family"]
+UNNAMED_FAMILY = "dense"  # the family of an entry without a "family" key
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
-def family_of_spec(spec: Spec | SparseSpec) -> str:
-    return "sparse" if isinstance(spec, SparseSpec) else "dense"
-
-
-def code_stamp(spec: Spec | SparseSpec, config: Config | SparseConfig, arch: str) -> str:
+def code_stamp(spec, config, arch: str) -> str:
     """A hash of the CUDA source of this variant (kv_splits, a launch parameter, aside; comments
     and layout whitespace too: editing them changes no kernel), or "refused" when the layout model
     no longer accepts it for `arch`."""
@@ -48,62 +42,35 @@ def code_stamp(spec: Spec | SparseSpec, config: Config | SparseConfig, arch: str
 @functools.lru_cache(maxsize=4096)
 def _source_stamp(spec, config, arch: str) -> str:
     try:
-        program = _program(spec, config, arch)
+        program = family_of(spec).render(spec, config, ARCHS[arch])
     except (ConfigError, KeyError):
         return "refused"
     code = " ".join(_COMMENT.sub(" ", program.source).split())
     return hashlib.sha256(code.encode()).hexdigest()[:16]
 
 
-def _program(spec, config, arch: str):
-    """The rendered program of a variant of either family (ConfigError where refused)."""
-    from kgen.arch import ARCHS
-
-    if isinstance(spec, SparseSpec):
-        from kgen.mla.sparse.layout import sparse_layout_for
-        from kgen.mla.sparse.program import sparse_program
-
-        return sparse_program(spec, config, sparse_layout_for(spec, config, ARCHS[arch]))
-    from kgen.mla.layout import layout_for
-    from kgen.mla.program import mla_program
-
-    return mla_program(spec, config, layout_for(spec, config, ARCHS[arch]))
-
-
-def _entry_types(entry: dict) -> tuple[type, type]:
-    return FAMILIES[entry.get("family", "dense")]
+def _entry_family(entry: dict):
+    return FAMILIES[entry.get("family", UNNAMED_FAMILY)]
 
 
 def entry_stamp(entry: dict) -> str:
     """The stamp today's code gives the entry's variant."""
-    spec_type, config_type = _entry_types(entry)
-    spec, config = spec_type.from_dict(entry["spec"]), config_type.from_dict(entry["config"])
+    family = _entry_family(entry)
+    spec = family.spec_type.from_dict(entry["spec"])
+    config = family.config_type.from_dict(entry["config"])
     return code_stamp(spec, config, entry["arch"])
 
 
-def _up(x: int) -> int:
-    return 1 << max(0, (max(1, x) - 1).bit_length())
-
-
-def bucket(batch: int, max_len: int) -> str:
-    """Shape bucket: batch and sequence capacity, each rounded up to a power of two."""
-    return f"b{_up(batch)}_l{_up(max_len)}"
-
-
-def sparse_bucket(batch: int, topk: int) -> str:
-    """Sparse shape bucket: batch and top-k, each rounded up to a power of two."""
-    return f"b{_up(batch)}_k{_up(topk)}"
-
-
-def entry_key(gpu: str, arch: str, spec: Spec | SparseSpec, shape_bucket: str) -> str:
-    """A sparse spec is keyed without its topk: the bucket carries that (rounded)."""
-    ident = dataclasses.replace(spec, topk=1) if isinstance(spec, SparseSpec) else spec
+def entry_key(gpu: str, arch: str, spec, shape_bucket: str) -> str:
+    """A spec is keyed without the fields its family's bucket carries (sparse: topk)."""
+    launch_only = {name: 1 for name in family_of(spec).bucket_fields}
+    ident = dataclasses.replace(spec, **launch_only)
     return f"{gpu}|{arch}|{spec.short_name()}|{ident.key()[:16]}|{shape_bucket}"
 
 
 @dataclass(frozen=True)
 class Lookup:
-    config: Config | SparseConfig | None
+    config: object  # the family's config, or None
     entry: dict | None
     stale: bool  # an entry exists but from another kgen or NVRTC version, or other kernel code
 
@@ -136,24 +103,22 @@ class TuningDB:
         except (FileNotFoundError, ValueError):
             return {}
 
-    def lookup(
-        self, gpu: str, arch: str, spec: Spec | SparseSpec, shape_bucket: str, nvrtc: str
-    ) -> Lookup:
+    def lookup(self, gpu: str, arch: str, spec, shape_bucket: str, nvrtc: str) -> Lookup:
         entry = self.entries().get(entry_key(gpu, arch, spec, shape_bucket))
         if entry is None:
             return Lookup(None, None, False)
         if staleness(entry, nvrtc):
             return Lookup(None, entry, True)
-        return Lookup(_entry_types(entry)[1].from_dict(entry["config"]), entry, False)
+        return Lookup(_entry_family(entry).config_type.from_dict(entry["config"]), entry, False)
 
     def record(
         self,
         gpu: str,
         arch: str,
-        spec: Spec | SparseSpec,
+        spec,
         shape_bucket: str,
         nvrtc: str,
-        config: Config | SparseConfig,
+        config,
         figures: dict,
         trials: list | None = None,
     ) -> None:
@@ -162,7 +127,7 @@ class TuningDB:
         with FileLock(str(self.path) + ".lock"):
             entries = self.entries()
             entries[entry_key(gpu, arch, spec, shape_bucket)] = {
-                **({"family": "sparse"} if isinstance(spec, SparseSpec) else {}),
+                **({"family": name} if (name := family_of(spec).name) != UNNAMED_FAMILY else {}),
                 "gpu": gpu,
                 "arch": arch,
                 "spec": spec.to_dict(),
@@ -181,9 +146,7 @@ class TuningDB:
             os.replace(tmp, self.path)
 
 
-def find_tuned(
-    gpu: str, arch: str, spec: Spec | SparseSpec, shape_bucket: str, nvrtc: str
-) -> Lookup:
+def find_tuned(gpu: str, arch: str, spec, shape_bucket: str, nvrtc: str) -> Lookup:
     """The user's database first, then the configs shipped with kgen."""
     stale = None
     for db in (TuningDB.user(), TuningDB(SHIPPED)):

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-GROUP_COUNTERS = 4  # per (sequence, head group): templates/mla/combine.cuh's ARRIVALS .. LEFT
+COMBINE = "mla_combine"  # the split merge's kernel, of merge="pdl" configs (either family)
+GROUP_COUNTERS = 4  # per (sequence, block group): templates/mla/combine.cuh's ARRIVALS .. LEFT
 
 
-def counter_count(batch: int, head_groups: int) -> int:
-    """The fused combine's counters: GROUP_COUNTERS per (sequence, head group)."""
-    return batch * head_groups * GROUP_COUNTERS
+def counter_count(batch: int, block_groups: int) -> int:
+    """The fused combine's counters: GROUP_COUNTERS per (sequence, block group)."""
+    return batch * block_groups * GROUP_COUNTERS
 
 
 @dataclass(frozen=True)
@@ -28,21 +29,21 @@ class Workspace:
 
 
 def allocate(
-    batch: int, rows: int, latent_dim: int, head_groups: int, splits: int, device
+    batch: int, rows: int, latent_dim: int, block_groups: int, splits: int, device
 ) -> Workspace | None:
     """The workspace of `splits` KV splits (None for one split), with the counters zeroed: a
-    slot per split of each of a block's `rows` rows (q_len x heads_per_block) in each of the
-    `head_groups` blocks of a sequence (or query token): a ragged last head group's missing
-    heads have slots too (templates/mla/combine.cuh's slot_row)."""
+    slot per split of each of a block's `rows` rows (its tokens x heads_per_block) in each of
+    the `block_groups` blocks of a sequence (or query token): a ragged last head or token
+    group's missing rows have slots too (templates/mla/combine.cuh's slot_row)."""
     import torch
 
     if splits == 1 or batch == 0:
         return None
-    slots = batch * splits * head_groups * rows
+    slots = batch * splits * block_groups * rows
     return Workspace(
         partials=torch.empty((slots, latent_dim), dtype=torch.float32, device=device),
         partial_lse=torch.empty((slots,), dtype=torch.float32, device=device),
-        counters=torch.zeros(counter_count(batch, head_groups), dtype=torch.int32, device=device),
+        counters=torch.zeros(counter_count(batch, block_groups), dtype=torch.int32, device=device),
     )
 
 
@@ -58,7 +59,7 @@ MAX_COMBINE_SLICES = 32
 
 
 def combine_shape(
-    batch: int, head_groups: int, rows: int, latent_dim: int, splits: int
+    batch: int, block_groups: int, rows: int, latent_dim: int, splits: int
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """(grid, block) of mla_combine for a launch of `splits` KV splits: enough slices of the slots
     that a thread reads at most a few rounds of COMBINE_LOADS, and rows cut into column chunks
@@ -71,8 +72,8 @@ def combine_shape(
     chunks = 1
     while quads % (2 * chunks) == 0 and (
         quads // chunks * slices > COMBINE_THREADS
-        or batch * head_groups * rows * chunks < COMBINE_BLOCKS
+        or batch * block_groups * rows * chunks < COMBINE_BLOCKS
         and quads // chunks * slices >= 2 * MIN_COMBINE_THREADS
     ):
         chunks *= 2
-    return (head_groups, rows * chunks, batch), (quads // chunks * slices, 1, 1)
+    return (block_groups, rows * chunks, batch), (quads // chunks * slices, 1, 1)

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from kgen.arch import Arch
 from kgen.mla import Config, ConfigError, SparseSpec, Spec, layout_for
+from kgen.mla.families import family_of
 from kgen.mla.heuristic import widest_vec
 from kgen.mla.mma_layout import three_row_config
 from kgen.mla.rules import allows
 from kgen.mla.spec import block_groups_of
 from kgen.mla.tiled_layout import tiled_config, tiled_heads
-from kgen.mla.tuning import family_of_spec
 
 # (smem_stages, block_n): registers-only with a few positions in flight, one shared tile, and
 # cp.async pipelines of two and three tiles.
@@ -138,7 +138,7 @@ def load_grid(path: str | Path | None = None, family: str | None = None) -> list
             raise GridError(f"grid {where}, {label}: a second case named {case.name!r}")
         names.add(case.name)
         cases.append(case)
-    return [c for c in cases if family in (None, family_of_spec(c.spec))]
+    return [c for c in cases if family in (None, family_of(c.spec).name)]
 
 
 def _check_case(c) -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import torch
 
-from kgen.arch import resolve_arch
 from kgen.dtypes import from_torch
-from kgen.mla.inputs import InputError, cuda_index
-from kgen.mla.runner import current_stream, runners
-from kgen.mla.sparse.choose import choose_sparse_config
+from kgen.mla.operands import InputError
+from kgen.mla.planning import begin_plan, planned_kernel
+from kgen.mla.running import current_stream, runners
+from kgen.mla.sparse.family import SPARSE
 from kgen.mla.sparse.inputs import check_inputs, validate_indices
-from kgen.mla.sparse.kernel import build_sparse
 from kgen.mla.sparse.runner import SparseRunner
 from kgen.mla.sparse.spec import SparseConfig, SparseSpec
 
@@ -49,26 +48,13 @@ def plan_sparse(
     """Everything about a sparse call that stays the same across the layers of one step, done
     once: the config, the kernel (built or loaded), the split workspace and the packed launch.
     `runner.run(q, kv_cache, indices)` then runs one layer. Plan outside CUDA-graph capture."""
-    if not isinstance(spec, SparseSpec):
-        raise TypeError(f"spec: expected kgen.mla.SparseSpec, got {type(spec).__name__}")
-    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 0:
-        raise ValueError(f"batch={batch!r}: expected an integer >= 0")
-    index = cuda_index(device)
-    if torch.cuda.is_current_stream_capturing():
-        raise RuntimeError(
-            "kgen.mla.plan_sparse inside CUDA-graph capture: plan before capturing (it allocates "
-            "and zeroes the workspace), then capture runner.run"
-        )
+    index = begin_plan(SPARSE, "plan_sparse", spec, device, batch=batch)
     return _plan(spec, batch, config, index, scale)
 
 
 def _plan(spec: SparseSpec, batch: int, config, index: int, scale) -> SparseRunner:
-    if isinstance(config, str):
-        if config != "auto":
-            raise ValueError(f"config: expected a kgen.mla.SparseConfig or 'auto', got {config!r}")
-        config = choose_sparse_config(spec, batch, index)
-    kernel = build_sparse(spec, config, arch=resolve_arch("native", index))
-    return SparseRunner(kernel, batch, torch.device("cuda", index), scale)
+    kernel = planned_kernel(SPARSE, spec, batch, spec.q_len, config, index)
+    return kernel.runner(batch, index, scale)
 
 
 def sparse_attention(
@@ -105,4 +91,4 @@ def sparse_attention(
     runner = runners.get(key, stream)
     if runner is None:
         runner = runners.add(key, _plan(spec, q.shape[0], config, index, scale), stream)
-    return runner.run(q, kv_cache, indices, out=out, lse=lse)
+    return runner.run_on(stream, q, kv_cache, indices, out, lse)

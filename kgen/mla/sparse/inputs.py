@@ -1,81 +1,80 @@
-"""Host-side checks of the tensors a sparse MLA kernel is called with.
-
-Cheap checks (shape, dtype, device, strides, alignment) always run and raise InputError naming
-the tensor; the check of every slot in `indices` reads them back (a device sync) and runs with
-validate=True. Without it a slot out of range gives its query row NaN, and nothing outside the
-given tensors is read.
+"""What a sparse MLA call takes and writes, as Operands (kgen.mla.operands: the one checker and
+the runner read them), and the check of every slot in `indices`, which reads them back (a device
+sync) and runs with validate=True. Without it a slot out of range gives its query row NaN, and
+nothing outside the given tensors is read.
 """
 
 from __future__ import annotations
 
-import torch
-
-from kgen.mla.inputs import InputError, check_output, check_tensor, check_vector_rows
+from kgen.mla.operands import InputError, Limit, Operand, check_operands
 from kgen.mla.sparse import fp8
 from kgen.mla.sparse.spec import SparseSpec
 
 MAX_TOKENS = 65535  # query tokens (B x T) per launch: the grid's z dimension
-ROW_ALIGN = 16  # bytes: cache rows are gathered up to 16 bytes at a time
+ROW_ALIGN = 16  # bytes: q and cache rows are read up to 16 bytes at a time
 
 
-def _fail(name: str, expected: str, got: str) -> None:
-    raise InputError(f"{name}: expected {expected}, got {got}")
-
-
-def check_cache(spec: SparseSpec, kv_cache, device: torch.device) -> None:
-    """An fp8 cache (uint8 [pages, page_size, 656]) or a 16-bit one in q's dtype
-    ([pages, page_size, 576]), rows and base aligned to 16 bytes."""
+def operands(spec: SparseSpec) -> tuple[tuple[Operand, ...], tuple[Operand, ...]]:
+    """(inputs, outputs) of a call of `spec`: q, kv_cache, indices; out, lse."""
+    t, h, d = spec.q_len, spec.heads, spec.head_dim
     if spec.kv_format == "fp8":
-        dtype, width, what = torch.uint8, fp8.TOKEN_BYTES, "an fp8 cache (kgen.mla.quantize_fp8)"
+        kv_dtype, width = "uint8", fp8.TOKEN_BYTES
+        why = "an fp8 cache (kgen.mla.quantize_fp8) for kv_format='fp8'"
     else:
-        dtype, width, what = spec.torch_dtype, spec.head_dim, f"a {spec.dtype} cache"
-    if isinstance(kv_cache, torch.Tensor) and kv_cache.dtype != dtype:
-        _fail(
+        kv_dtype, width, why = spec.dtype, d, f"a {spec.dtype} cache for kv_format='bf16'"
+    inputs = (
+        Operand(
+            "q",
+            spec.dtype,
+            ("B", t, h, d),
+            "B, q_len, heads, 576",
+            align=ROW_ALIGN,
+            limits=(Limit("query tokens (B x T)", lambda q: q.shape[0] * q.shape[1], MAX_TOKENS),),
+            field="q",
+            strides=("q_sb", "q_st", "q_sh"),
+        ),
+        Operand(
             "kv_cache",
-            f"dtype {dtype}: {what} for kv_format='{spec.kv_format}'",
-            str(kv_cache.dtype),
-        )
-    check_tensor("kv_cache", kv_cache, device, dtype, 3)
-    if tuple(kv_cache.shape[1:]) != (spec.page_size, width):
-        _fail(
-            "kv_cache", f"shape [num_pages, {spec.page_size}, {width}]", f"{tuple(kv_cache.shape)}"
-        )
-    check_vector_rows(
-        "kv_cache", kv_cache, ROW_ALIGN // kv_cache.element_size(), kv_cache.element_size()
+            kv_dtype,
+            ("num_pages", spec.page_size, width),
+            "num_pages, page_size, token",
+            align=ROW_ALIGN,
+            why_dtype=why,
+            field="kv",
+            strides=("kv_sp", "kv_sr"),
+            stride_unit="bytes",
+            count=("num_slots", spec.page_size),
+        ),
+        Operand(
+            "indices",
+            "int32",
+            ("B", t, spec.topk),
+            "B, T, topk",
+            access="last",
+            field="indices",
+            strides=("idx_sb", "idx_st"),
+        ),
     )
+    outputs = (
+        Operand(
+            "out",
+            spec.dtype,
+            ("B", t, h, spec.latent_dim),
+            "B, T, heads, 512",
+            align=4,
+            field="out",
+            strides=("o_sb", "o_st", "o_sh"),
+        ),
+        Operand("lse", "float32", ("B", t, h), "B, T, heads", access="whole", field="lse"),
+    )
+    return inputs, outputs
 
 
 def check_inputs(spec: SparseSpec, q, kv_cache, indices, device=None, batch: int | None = None):
     """Every cheap check of a call's inputs (all on `device`, else on q's CUDA device; of the
     planned `batch` where given); InputError naming the first bad tensor."""
-    check_tensor("q", q, device, spec.torch_dtype, 4)
-    device = q.device
-    b, q_len, heads, dim = q.shape
-    if (q_len, heads, dim) != (spec.q_len, spec.heads, spec.head_dim):
-        _fail("q", f"shape [B, {spec.q_len}, {spec.heads}, {spec.head_dim}]", f"{tuple(q.shape)}")
-    if batch is not None and b != batch:
-        _fail("q", f"batch {batch} (the plan's)", f"shape {tuple(q.shape)}")
-    if b * q_len > MAX_TOKENS:
-        _fail("q", f"at most {MAX_TOKENS} query tokens (B x T)", f"{b} x {q_len}")
-    check_vector_rows("q", q, 8, spec.elem_bytes)
-    check_cache(spec, kv_cache, device)
-    check_tensor("indices", indices, device, torch.int32, 3)
-    if tuple(indices.shape) != (b, spec.q_len, spec.topk):
-        _fail(
-            "indices",
-            f"shape [{b}, {spec.q_len}, {spec.topk}] (B, T, topk)",
-            f"{tuple(indices.shape)}",
-        )
-    if spec.topk > 1 and indices.stride(2) != 1:
-        _fail("indices", "a contiguous last dimension", f"strides {tuple(indices.stride())}")
-
-
-def check_outputs(spec: SparseSpec, out, lse, batch: int, device: torch.device) -> None:
-    shape = (batch, spec.q_len, spec.heads)
-    check_output(
-        "out", out, (*shape, spec.latent_dim), spec.torch_dtype, device, 2, spec.elem_bytes
-    )
-    check_output("lse", lse, shape, torch.float32, device, 1, 4)
+    inputs, _ = operands(spec)
+    check_operands(inputs, (q, kv_cache, indices), device, {} if batch is None else {"B": batch})
 
 
 def validate_indices(kv_cache, indices) -> None:

@@ -1,15 +1,9 @@
-"""Build a sparse MLA variant (no GPU needed) and run it on torch tensors."""
+"""A compiled sparse MLA variant, called with torch tensors (kgen.mla.build_sparse makes one)."""
 
 from __future__ import annotations
 
-import functools
-
-from kgen.arch import Arch, resolve_arch
-from kgen.build import build_program
 from kgen.mla.compiled import CompiledKernel
-from kgen.mla.sparse.layout import sparse_layout_for
-from kgen.mla.sparse.program import ATTENTION, sparse_program
-from kgen.mla.sparse.spec import SparseConfig, SparseSpec
+from kgen.mla.sparse.program import ATTENTION
 
 
 class SparseKernel(CompiledKernel):
@@ -36,21 +30,11 @@ class SparseKernel(CompiledKernel):
         runner = SparseRunner.cached(self, q, scale)
         return runner.run(q, kv_cache, indices, out=out, lse=lse, validate=validate)
 
+    def runner(self, batch: int, device: int, scale: float | None = None):
+        """A SparseRunner of this kernel for `batch` sequences on CUDA device `device`
+        (kgen.mla.plan_sparse chooses the kernel too)."""
+        import torch
 
-def build_sparse(
-    spec: SparseSpec, config: SparseConfig, arch: str | Arch = "sm_120"
-) -> SparseKernel:
-    """Compile (or fetch from the cache) one sparse variant for `arch`; no GPU needed unless
-    'native'. An unworkable config raises SparseConfigError before anything is compiled."""
-    if not isinstance(spec, SparseSpec):
-        raise TypeError(f"spec: expected kgen.mla.SparseSpec, got {type(spec).__name__}")
-    if not isinstance(config, SparseConfig):
-        raise TypeError(f"config: expected kgen.mla.SparseConfig, got {type(config).__name__}")
-    return _build(spec, config, resolve_arch(arch))
+        from kgen.mla.sparse.runner import SparseRunner
 
-
-@functools.lru_cache(maxsize=1024)
-def _build(spec: SparseSpec, config: SparseConfig, arch: Arch) -> SparseKernel:
-    layout = sparse_layout_for(spec, config, arch)
-    binary = build_program(sparse_program(spec, config, layout), arch)  # the same for every topk
-    return SparseKernel(spec, config, arch, layout, binary)
+        return SparseRunner(self, batch, torch.device("cuda", device), scale)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ctypes
 
-from kgen.mla.program import COMBINE, shape_values
+from kgen.mla.program import shape_values
 from kgen.mla.sparse.layout import SparseLayout
 from kgen.mla.sparse.spec import DEQUANTS, KV_FORMATS, SparseConfig, SparseSpec
+from kgen.mla.workspace import COMBINE
 from kgen.render import CStruct, Program, render_program
 
 TEMPLATE = "mla_sparse/attention.cu.jinja"
