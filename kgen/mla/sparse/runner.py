@@ -19,7 +19,7 @@ import torch
 
 from kgen.launch import PackedLaunch, load_module
 from kgen.mla import workspace
-from kgen.mla.inputs import check_tensor, extent, refuse_overlap
+from kgen.mla.inputs import InputError, check_tensor, extent, refuse_overlap
 from kgen.mla.runner import (
     combine_launch,
     current_device,
@@ -27,15 +27,15 @@ from kgen.mla.runner import (
     own_memory,
     runners,
 )
-from kgen.mla.sparse import fp8
 from kgen.mla.sparse.inputs import (
     MAX_TOKENS,
     ROW_ALIGN,
     check_inputs,
+    check_lists,
     check_outputs,
     validate_indices,
 )
-from kgen.mla.sparse.program import ATTENTION, SparseParams
+from kgen.mla.sparse.program import ATTENTION, params_type
 
 LOG2E = 1.0 / math.log(2.0)
 
@@ -63,20 +63,25 @@ class SparseRunner:
                 f"batch={batch}: at most {MAX_TOKENS} query tokens (batch x q_len={spec.q_len}) "
                 "per launch"
             )
-        fp8_cache = spec.kv_format == "fp8"
-        width = fp8.TOKEN_BYTES if fp8_cache else spec.head_dim
+        fmt = spec.format
+        width = fmt.token_bytes if fmt.quantized else spec.head_dim
         h, d, dl, esize = spec.heads, spec.head_dim, spec.latent_dim, spec.elem_bytes
         self._dtype = spec.torch_dtype
-        self._kv_dtype = torch.uint8 if fp8_cache else self._dtype
+        self._kv_dtype = torch.uint8 if fmt.quantized else self._dtype
         self._q_shape = torch.Size((batch, spec.q_len, h, d))
         self._row_shape = (spec.page_size, width)
         self._idx_shape = torch.Size((batch, spec.q_len, spec.topk))
         self._out_shape = torch.Size((batch, spec.q_len, h, dl))
         self._lse_shape = torch.Size((batch, spec.q_len, h))
-        self._page_bytes = spec.page_size * width * (1 if fp8_cache else esize)
+        if fmt.quantized:
+            self._page_bytes = fmt.page_bytes(spec.page_size)
+        else:
+            self._page_bytes = spec.page_size * width * esize
+        # The planned cache's strides (elements): a padded page where scales sit per page
+        self._kv_strides = (self._page_bytes // self._kv_dtype.itemsize, width, 1)
         self._q_bytes, self._out_bytes = tokens * h * d * esize, tokens * h * dl * esize
         self._idx_bytes, self._lse_bytes = tokens * spec.topk * 4, tokens * h * 4
-        head_groups = spec.heads // config.heads_per_block
+        head_groups = -(-spec.heads // config.heads_per_block)
         splits = config.kv_splits
         self.workspace = own_memory(
             device,
@@ -89,7 +94,7 @@ class SparseRunner:
         )[0]
         ws = self.workspace
         self.workspace_bytes = sum(buf.nbytes for buf in vars(ws).values()) if ws else 0
-        self._params = SparseParams(
+        self._params = params_type(spec)(
             topk=spec.topk,
             ws_o=ws.partials.data_ptr() if ws else 0,
             ws_lse=ws.partial_lse.data_ptr() if ws else 0,
@@ -105,10 +110,16 @@ class SparseRunner:
         p, spec = self._params, self.spec
         t, h, d, dl = spec.q_len, spec.heads, spec.head_dim, spec.latent_dim
         p.q_sb, p.q_st, p.q_sh = t * h * d, h * d, d
-        p.kv_sp, p.kv_sr = self._page_bytes, self._page_bytes // spec.page_size
+        p.kv_sp, p.kv_sr = self._page_bytes, self._row_bytes(self._page_bytes // spec.page_size)
         p.idx_sb, p.idx_st = t * spec.topk, spec.topk
         p.o_sb, p.o_st, p.o_sh = t * h * dl, h * dl, dl
         self._odd_strides = False
+
+    def _row_bytes(self, stride: int) -> int:
+        """A cache's row stride as the kernel takes it: the tensor's, or where scales sit per page
+        the payload row's."""
+        fmt = self.spec.format
+        return fmt.row_bytes if fmt.scales_at == "page" else stride
 
     def _packed_launch(self, grid: tuple[int, int, int]) -> PackedLaunch:
         layout = self.kernel.layout
@@ -137,9 +148,25 @@ class SparseRunner:
             f"{self.device})"
         )
 
-    def run(self, q, kv_cache, indices, out=None, lse=None, validate: bool = False):
+    def run(
+        self,
+        q,
+        kv_cache,
+        indices,
+        out=None,
+        lse=None,
+        validate: bool = False,
+        *,
+        topk_length=None,
+        attn_sink=None,
+        extra_kv_cache=None,
+        extra_indices=None,
+        extra_topk_length=None,
+    ):
         """out [B, T, H, 512] and lse [B, T, H] on torch's current stream. validate=True also
-        checks every slot of `indices` (a device sync); out= and lse= must not overlap inputs."""
+        checks every slot of `indices` (a device sync); out= and lse= must not overlap inputs.
+        The V4 op (a 512-wide kv_format) also takes the lengths of its lists, its sink and its
+        second cache (see kgen.mla.sparse_attention)."""
         index, dtype, p = self._index, self._dtype, self._params
         given = out is not None or lse is not None
         if out is None:
@@ -153,7 +180,7 @@ class SparseRunner:
                 and (q.dtype is dtype and q.shape == self._q_shape)
                 and (q.get_device() == index and q.is_contiguous())
                 and (kv_cache.dtype is self._kv_dtype and (page_size, width) == self._row_shape)
-                and (kv_cache.get_device() == index and kv_cache.is_contiguous())
+                and (kv_cache.get_device() == index and kv_cache.stride() == self._kv_strides)
                 and (indices.dtype is torch.int32 and indices.shape == self._idx_shape)
                 and (indices.get_device() == index and indices.is_contiguous())
                 and (
@@ -174,10 +201,39 @@ class SparseRunner:
             p.indices, p.num_slots = indices.data_ptr(), pages * page_size
         else:
             self._bind_checked(q, kv_cache, indices, out, lse)
+        extras = {}
+        if self.spec.v4_op:
+            extras = {
+                "topk_length": topk_length,
+                "attn_sink": attn_sink,
+                "extra_kv_cache": extra_kv_cache,
+                "extra_indices": extra_indices,
+                "extra_topk_length": extra_topk_length,
+            }
+            self._bind_extras(**extras)
+        else:
+            check_lists(
+                self.spec,
+                self.batch,
+                self.device,
+                topk_length=topk_length,
+                attn_sink=attn_sink,
+                extra_kv_cache=extra_kv_cache,
+                extra_indices=extra_indices,
+                extra_topk_length=extra_topk_length,
+            )
         if validate:
-            validate_indices(kv_cache, indices)
+            validate_indices(kv_cache, indices, length=topk_length)
+            if extra_indices is not None:
+                validate_indices(
+                    extra_kv_cache,
+                    extra_indices,
+                    "extra_indices",
+                    "extra_kv_cache",
+                    extra_topk_length,
+                )
         if given:
-            self._refuse_overlap(planned, q, kv_cache, indices, out, lse)
+            self._refuse_overlap(planned and not extras, q, kv_cache, indices, out, lse, extras)
         if self._launch is None:
             return out, lse
         stream = current_stream(index)
@@ -202,14 +258,46 @@ class SparseRunner:
         p.q, (p.q_sb, p.q_st, p.q_sh) = q.data_ptr(), q.stride()[:3]
         p.kv = kv_cache.data_ptr()
         p.kv_sp, p.kv_sr = (s * kv_cache.element_size() for s in kv_cache.stride()[:2])
+        p.kv_sr = self._row_bytes(p.kv_sr)
         p.num_slots = kv_cache.shape[0] * kv_cache.shape[1]
         p.indices, (p.idx_sb, p.idx_st) = indices.data_ptr(), indices.stride()[:2]
         p.out, (p.o_sb, p.o_st, p.o_sh) = out.data_ptr(), out.stride()[:3]
         p.lse = lse.data_ptr()
         # Other strides stay until a call whose tensors are all planned writes those back.
-        self._odd_strides = not all(t.is_contiguous() for t in (q, kv_cache, indices, out))
+        self._odd_strides = not all(t.is_contiguous() for t in (q, indices, out))
+        self._odd_strides |= kv_cache.stride() != self._kv_strides
 
-    def _refuse_overlap(self, planned, q, kv_cache, indices, out, lse) -> None:
+    def _bind_extras(self, **extras) -> None:
+        """The V4 op's lengths, sink and second cache: checked (InputError naming the tensor),
+        their pointers and strides written (a null pointer: none given)."""
+        spec, p = self.spec, self._params
+        check_lists(spec, self.batch, self.device, **extras)
+        for field, name in (("topk_len", "topk_length"), ("extra_len", "extra_topk_length")):
+            t = extras[name]
+            setattr(p, field, t.data_ptr() if t is not None else 0)
+            sb, st = (t.stride(0), t.stride(1) if t.dim() == 2 else 0) if t is not None else (0, 0)
+            prefix = "" if field == "topk_len" else "extra_"
+            setattr(p, f"{prefix}len_sb", sb)
+            setattr(p, f"{prefix}len_st", st)
+        sink = extras["attn_sink"]
+        p.sink = sink.data_ptr() if sink is not None else 0
+        cache, idx = extras["extra_kv_cache"], extras["extra_indices"]
+        if cache is None:
+            return
+        p.extra_kv = cache.data_ptr()
+        p.extra_kv_sp = cache.stride(0) * cache.element_size()
+        p.extra_kv_sr = self._row_bytes(cache.stride(1) * cache.element_size())
+        p.extra_num_slots = cache.shape[0] * cache.shape[1]
+        p.extra_indices = idx.data_ptr()
+        p.extra_idx_sb, p.extra_idx_st = idx.stride()[:2]
+        p.extra_topk = spec.extra_topk
+        if p.num_slots + p.extra_num_slots >= 1 << 31:
+            raise InputError(
+                f"extra_kv_cache: the two caches hold {p.num_slots} + {p.extra_num_slots} slots; "
+                "at most 2^31 - 1 together"
+            )
+
+    def _refuse_overlap(self, planned, q, kv_cache, indices, out, lse, extras=None) -> None:
         """InputError naming both tensors where out or lse shares bytes with an input or with
         each other. Planned tensors are contiguous, of known sizes: their ranges are cheap, and
         only an overlap among them takes the general path, which names the pair."""
@@ -230,6 +318,7 @@ class SparseRunner:
             if clear:
                 return
         inputs = [("q", q), ("kv_cache", kv_cache), ("indices", indices)]
+        inputs += [(name, t) for name, t in (extras or {}).items() if t is not None]
         refuse_overlap(
             [("out", *extent(out)), ("lse", *extent(lse))],
             [(name, *extent(t)) for name, t in inputs],
