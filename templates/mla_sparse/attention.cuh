@@ -66,6 +66,8 @@ constexpr bool SCALED = KV_FP8;
 constexpr int GROUP_TILES = SCALED && SCALE_GROUP / 8 < O_TILES ? SCALE_GROUP / 8 : O_TILES;
 // Whether every warp's run of k steps starts a scale group (else its group boundaries depend on
 // the warp)
+// Whether some of V's columns are bf16 values (unscaled): the V4 op's rope dims
+constexpr bool BF16_COLUMNS = SCALED && E4M3_DIMS < LATENT_DIM;
 constexpr bool RUNS_ALIGNED = !SCALED || WARP_LATENT * 16 % SCALE_GROUP == 0;
 
 static_assert(NUM_WARPS % COL_GROUPS == 0 && M_TILES % ROW_GROUPS == 0, "warp grid must tile the rows");
@@ -262,7 +264,7 @@ __device__ __forceinline__ void pv_step(const T* tile, const float* row_scales, 
       const int g = SCALED ? (ln.cg * O_TILES + j) * 8 / SCALE_GROUP : 0;
 #pragma unroll
       for (int i = 0; i < WARP_M; ++i) {
-        if (SCALED && g < SCALE_GROUPS) {  // (past them: V's bf16 columns, unscaled)
+        if (SCALED && (!BF16_COLUMNS || g < SCALE_GROUPS)) {  // (past them: V's bf16 columns)
           scale_p(a[i], ps[i], row_scales, kk, g, ln);
         } else {
 #pragma unroll

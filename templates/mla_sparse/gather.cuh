@@ -202,7 +202,6 @@ struct HeldRow {
 
   __device__ __forceinline__ void load(const Params& p, int slot) {
     const unsigned char* row = slot >= 0 ? cache_row(p, slot) : nullptr;
-    const unsigned char* at = row != nullptr ? scales_at(p, slot, row) : nullptr;  // its scales
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
       const int piece = load_lane() + j * LOAD_THREADS_PER_ROW;
@@ -211,7 +210,7 @@ struct HeldRow {
       if (row != nullptr && (PIECES % LOAD_THREADS_PER_ROW == 0 || piece < PIECES)) {
         if (piece < LATENT_PIECES) {
           words[j] = __ldg(reinterpret_cast<const Word*>(row + piece * GATHER_BYTES));
-          scales[j] = load_scale(at, piece * GATHER_BYTES / SCALE_GROUP);
+          scales[j] = load_scale(scales_at(p, slot, row), piece * GATHER_BYTES / SCALE_GROUP);
         } else {
           words[j] = __ldg(reinterpret_cast<const Word*>(row + ROPE_OFFSET + (piece - LATENT_PIECES) * GATHER_BYTES));
         }
