@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from kgen.mla import Fp8CacheError, dequantize_fp8, quantize_fp8
-from kgen.mla import fp8
+from kgen.mla import Fp8CacheError, dequantize_fp8, fp8, quantize_fp8
 from kgen.mla.kv_format import FORMATS
 
 from .sparse_reference import decode_fp8_cache, e4m3_to_float64
