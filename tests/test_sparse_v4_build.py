@@ -48,3 +48,23 @@ def test_the_envelope_compiles_for_sm120_without_spills(kv_format):
         assert res.spills == 0, report[-1]
         assert smem <= SM120_SMEM, report[-1]
     print("\n".join(report))
+
+
+def test_the_sanitizer_sample_covers_the_v4_op_with_configs_the_layout_takes():
+    """tests/sanitize_sparse_sample.py (run under compute-sanitizer on the device machine): its
+    V4 variants cover both fp8 formats, two caches, sinks, T > 1, both kinds of lengths, one
+    split and several, both merges; every variant of the sample fits sm_90 and sm_120."""
+    from kgen.arch import ARCHS
+    from kgen.mla import sparse_layout_for
+
+    from .sanitize_sparse_sample import SAMPLE, V4_CASES
+
+    for spec, config in SAMPLE:
+        for arch in ("sm_90", "sm_120"):
+            sparse_layout_for(spec, config, ARCHS[arch])  # ConfigError where it does not fit
+    v4 = [(spec, config, lengths, sink) for spec, config, _, lengths, sink in V4_CASES]
+    assert {"v4_fp8", "v41_fp8"} <= {spec.kv_format for spec, *_ in v4}
+    assert any(spec.has_extra and spec.q_len > 1 and sink != "none" for spec, _, _, sink in v4)
+    assert {lengths for *_, lengths, _ in v4} >= {"row", "sequence"}
+    assert {config.kv_splits > 1 for _, config, *_ in v4} == {True, False}
+    assert {config.merge for _, config, *_ in v4 if config.kv_splits > 1} == {"fused", "pdl"}
