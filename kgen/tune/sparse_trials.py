@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from kgen.mla.sparse import fp8
+from kgen.mla import fp8
 from kgen.mla.sparse.workload import SparseWorkload
 from kgen.tune.space import Case
 
@@ -24,13 +24,16 @@ def bench_workload(case: Case, device: torch.device, seed: int) -> SparseWorkloa
     pages_per_seq = -(-case.prefix // ps)
     pages = batch * pages_per_seq
     tokens = pages * ps
-    width = fp8.TOKEN_BYTES if spec.kv_format == "fp8" else spec.head_dim
-    dtype = torch.uint8 if spec.kv_format == "fp8" else spec.torch_dtype
+    fmt = spec.format
+    if fmt.scales_at == "page":  # its tokens' bytes are not one row each: no flat cache
+        raise ValueError(f"kv_format={spec.kv_format!r}: the sweep takes formats of whole rows")
+    width = fmt.token_bytes if fmt.quantized else spec.head_dim
+    dtype = torch.uint8 if fmt.quantized else spec.torch_dtype
     cache = torch.empty(tokens, width, dtype=dtype, device=device)
     for start in range(0, tokens, CHUNK_TOKENS):
         n = min(CHUNK_TOKENS, tokens - start)
         values = torch.randn(n, 1, spec.head_dim, generator=gen, device=device)
-        rows = fp8.quantize_fp8(values) if spec.kv_format == "fp8" else values.to(dtype)
+        rows = fp8.quantize_fp8(values, spec.kv_format) if fmt.quantized else values.to(dtype)
         cache[start : start + n] = rows.reshape(n, width)
     table = torch.randperm(pages, generator=gen, device=device).reshape(batch, pages_per_seq)
     rows = batch * spec.q_len
@@ -58,14 +61,19 @@ def gathered_rows(w: SparseWorkload, dtype: torch.dtype) -> torch.Tensor:
     width = w.kv_cache.shape[-1]
     flat = w.kv_cache.reshape(-1, width)
     raw = flat[w.indices.clamp(0, max(0, flat.shape[0] - 1)).long()]
-    if w.spec.kv_format != "fp8":
+    fmt = w.spec.format
+    if not fmt.quantized:
         return raw.to(dtype)
     wide = torch.float64 if dtype == torch.float64 else torch.float32  # e4m3 x scale, then dtype
-    latent = raw[..., : fp8.LATENT_DIM].contiguous().view(torch.float8_e4m3fn).to(wide)
-    scales = raw[..., fp8.SCALES_OFFSET : fp8.ROPE_OFFSET].contiguous().view(torch.float32)
-    shape = (*latent.shape[:-1], fp8.GROUPS, fp8.GROUP)
+    latent = raw[..., : fmt.e4m3_dims].contiguous().view(torch.float8_e4m3fn).to(wide)
+    scale_bytes = raw[..., fmt.scales_offset : fmt.rope_offset].contiguous()
+    if fmt.scale == "float32":
+        scales = scale_bytes.view(torch.float32)
+    else:
+        scales = fp8.decode_ue8m0(scale_bytes)
+    shape = (*latent.shape[:-1], fmt.scale_groups, fmt.group)
     latent = (latent.reshape(shape) * scales.to(wide).unsqueeze(-1)).flatten(-2)
-    rope = raw[..., fp8.ROPE_OFFSET :].contiguous().view(torch.bfloat16).to(wide)
+    rope = raw[..., fmt.rope_offset :].contiguous().view(torch.bfloat16).to(wide)
     return torch.cat((latent, rope), dim=-1).to(dtype)
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kgen.mla.sparse.fp8 import quantize_fp8
+from kgen.mla.fp8 import quantize_fp8
 from kgen.mla.sparse.spec import SparseSpec
 
 NEVER_LISTED = 1e4  # cache rows no index lists hold this: reading one shows in the result
