@@ -188,6 +188,8 @@ def cpu_rows():
                 )
             )
 
+    rows += sparse_cpu_rows()
+
     # attention and kernel(...) on "device 0": a CPU runner, planned once and cached
     kernel = MLAKernel(
         DECODE, CONFIG, ARCHS["sm_120"], layout_for(DECODE, CONFIG, ARCHS["sm_120"]), None
@@ -216,6 +218,54 @@ def cpu_rows():
     ]
     a, b = torch.zeros(1), torch.zeros(1)
     return [("torch.add, one element (CPU)", lambda: torch.add(a, b)), *rows]
+
+
+def sparse_cpu_rows():
+    """SparseRunner.run's Python alone (launch mocked), out/lse given: the V3.2 op over an fp8
+    cache, and the V4 op over two v4_fp8 caches with per-row lengths and a sink."""
+    from kgen.arch import ARCHS
+    from kgen.mla import SparseConfig, SparseSpec, quantize_fp8, sparse_layout_for
+    from kgen.mla.sparse import runner as sparse_runner
+
+    sparse_runner.current_stream = lambda index: 0
+    sparse_runner.SparseRunner._packed_launch = lambda self, grid: types.SimpleNamespace(
+        launch=lambda stream: None
+    )
+    v32 = SparseSpec(heads=16, q_len=1, topk=2048, kv_format="fp8", page_size=64)
+    v4 = SparseSpec(
+        heads=16, q_len=1, topk=512, kv_format="v4_fp8", page_size=64, extra_topk=128,
+        extra_page_size=64,
+    )  # fmt: skip
+    rows = []
+    for name, spec in (("V3.2 fp8", v32), ("V4, 2 caches", v4)):
+        config = SparseConfig(heads_per_block=16)
+        kernel = types.SimpleNamespace(
+            spec=spec, config=config, layout=sparse_layout_for(spec, config, ARCHS["sm_120"])
+        )
+        runner = sparse_runner.SparseRunner(kernel, 1, torch.device("cpu"))
+        width = spec.head_dim
+        q = torch.zeros(1, 1, spec.heads, width, dtype=torch.bfloat16)
+        fmt = {"format": spec.kv_format}
+        kv = quantize_fp8(torch.zeros(4, spec.page_size, width), **fmt)
+        idx = torch.zeros(1, 1, spec.topk, dtype=torch.int32)
+        out = torch.zeros(1, 1, spec.heads, 512, dtype=torch.bfloat16)
+        lse = torch.zeros(1, 1, spec.heads)
+        v4_args = {}
+        if spec.v4_op:
+            v4_args = {
+                "topk_length": torch.ones(1, 1, dtype=torch.int32),
+                "attn_sink": torch.zeros(spec.heads),
+                "extra_kv_cache": quantize_fp8(torch.zeros(2, spec.extra_page_size, width), **fmt),
+                "extra_indices": torch.zeros(1, 1, spec.extra_topk, dtype=torch.int32),
+                "extra_topk_length": torch.ones(1, dtype=torch.int32),
+            }
+        rows.append(
+            (
+                f"sparse run ({name}), out/lse given, mocked",
+                lambda r=runner, a=(q, kv, idx, out, lse), k=v4_args: r.run(*a, **k),
+            )
+        )
+    return rows
 
 
 def parts(device: str) -> None:

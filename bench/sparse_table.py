@@ -6,10 +6,11 @@ default and the plain torch implementation.
 
 Floor = max(gathered bytes / 4219 GB/s, FLOP / 645 TFLOP/s) with gathered bytes = B x T x topk
 x 656 (fp8 cache; 1152 for bf16) and FLOP = 2 x (576 + 512) x H x B x T x topk (the H200's read
-bandwidth and mma.sync rate, as the issue fixes them). Reads SWEEP_OUT/results.json where the
-sweep finished (its best: the fastest correct config that also compiles spill-free for sm_120),
-else SWEEP_OUT/progress.jsonl (a sweep cut short: the fastest correct trial, marked `*`, not
-checked for spills on sm_120).
+bandwidth and mma.sync rate, as the issue fixes them); for a V4 case topk + extra_topk entries of
+584 bytes and 2 x (512 + 512) x H FLOP each (kgen.tune.report.sparse_case_work).
+Reads SWEEP_OUT/results.json where the sweep finished (its best: the fastest correct config that
+also compiles spill-free for sm_120), else SWEEP_OUT/progress.jsonl (a sweep cut short: the
+fastest correct trial, marked `*`, not checked for spills on sm_120).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kgen.tune.report import config_name  # noqa: E402
+from kgen.tune.report import config_name, sparse_case_work  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 
 READ_GBS = 4219.0
@@ -30,11 +31,8 @@ MMA_TFLOPS = 645.0
 
 
 def floor_us(case) -> tuple[float, float]:
-    """(floor in us, gathered bytes) of a sparse grid case."""
-    spec = case.spec
-    entries = case.batch * spec.q_len * spec.topk
-    gathered = entries * spec.token_bytes
-    flops = 2 * (spec.head_dim + spec.latent_dim) * spec.heads * entries
+    """(floor in us, gathered bytes) of a sparse grid case (both lists of a V4 case)."""
+    gathered, flops = sparse_case_work(case.spec, case.batch)
     return max(gathered / READ_GBS / 1e3, flops / MMA_TFLOPS / 1e6), gathered
 
 

@@ -14,10 +14,11 @@ retime-sparse.json beside a device.json, as the H200 run of bench/results/h200-2
         --compare bench/results/h200-2026-12-04
 
 Floor = max(bytes / read bandwidth, FLOP / peak): bytes = the unique KV bytes + q + out (sparse:
-the gathered cache rows, B x T x topk x 656 for fp8), FLOP = 2 x (576 + 512) x H x the positions
-each query row sees; peak = 645 TFLOP/s for the 16-bit cases (back-to-back mma.sync m16n8k16, the
-tensor-core instruction sm_120 has; measured on the H200) and the fp32 matmul rate for float32
-(shared/design/gpu.md). Bound: which of the two is larger.
+the gathered cache rows, B x T x topk x 656 for fp8; V4: B x T x (topk + extra_topk) x 584),
+FLOP = 2 x (D + 512) x H x the positions each query row sees (D = 576; 512 for V4); peak =
+645 TFLOP/s for the 16-bit cases (back-to-back mma.sync m16n8k16, the tensor-core instruction
+sm_120 has; measured on the H200) and the fp32 matmul rate for float32 (shared/design/gpu.md).
+Bound: which of the two is larger.
 """
 
 from __future__ import annotations
@@ -81,10 +82,9 @@ def work(case) -> tuple[int, int]:
     """(bytes, FLOP) one call of a grid case must do, as the sweep's trials count them
     (kgen.tune.trials: the float64 oracle's workload at seed 3)."""
     spec = case.spec
-    per_position = 2 * (spec.head_dim + spec.latent_dim) * spec.heads
     if isinstance(spec, SparseSpec):
-        entries = case.batch * spec.q_len * spec.topk
-        return entries * spec.token_bytes, per_position * entries
+        return report.sparse_case_work(spec, case.batch)
+    per_position = 2 * (spec.head_dim + spec.latent_dim) * spec.heads
     lens = case.seq_lens
     rows = case.batch * spec.q_len * spec.heads
     io = (sum(lens) * spec.head_dim + rows * (spec.head_dim + spec.latent_dim)) * spec.elem_bytes
@@ -192,7 +192,7 @@ def standing_table(main: dict, compare: dict | None) -> str:
         spec = case.spec
         shape = f"{case.batch}, {spec.q_len}, {spec.heads}, {case.prefix}"
         if isinstance(spec, SparseSpec):
-            shape += f", top-{spec.topk}"
+            shape += f", top-{spec.topk}" + (f" + {spec.extra_topk}" if spec.has_extra else "")
         floor, bound = floor_us(case, main["device"])
         t = _us(main["shipped"].get(case.name))
         cells = [case.name, shape, f"{floor:.1f} ({bound})", _fmt(t), _pct(floor, t)]

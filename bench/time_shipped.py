@@ -16,7 +16,10 @@ given). With --default a CASE may also be a shape off the grid, written as a gri
 
     PYTHONPATH=. python3 bench/time_shipped.py [--reps N] [--default] [CASE ...]
 
-No CASE: every grid case (kgen/tune/grid.json).
+No CASE: every grid case (kgen/tune/grid.json; without --default or --torch, those with a
+shipped config). A DeepSeek-V4 case (kv_format v4_fp8, a second cache) is timed as the sweep
+times it (kgen.tune.sparse_trials: two caches, a sink per head), checked against the float64
+oracle of both lists first.
 """
 
 from __future__ import annotations
@@ -90,6 +93,8 @@ def resolve(name: str, grid: dict, configs: dict, default: bool, arch, sm_count:
         raise SystemExit(f"{case_name!r}: no grid case (shapes off the grid need --default)")
     if default:
         return case, default_for(case, fields, arch, sm_count)
+    if case_name not in configs:
+        raise SystemExit(f"{case_name!r}: no shipped config (time its default with --default)")
     return case, dataclasses.replace(configs[case_name], **fields)
 
 
@@ -127,6 +132,11 @@ def main() -> int:
     configs = shipped_configs()
     arch, sms = resolve_arch("native"), device.sm_count(0)
     names = args.cases or list(grid)
+    if not (args.cases or args.default or args.torch):  # every grid case that has a shipped config
+        untuned = [n for n in names if n not in configs]
+        names = [n for n in names if n in configs]
+        if untuned:
+            print(f"no shipped config (see --default): {', '.join(untuned)}", file=sys.stderr)
     if args.torch:
         trials = Trials(args.flush)
         for name in names:

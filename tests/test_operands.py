@@ -124,7 +124,8 @@ SPARSE_BAD = [
     (
         "kv_cache",
         lambda t: torch.zeros(PAGES, 4, 576, dtype=torch.bfloat16),
-        r"^kv_cache: expected dtype torch.uint8 \(an fp8 cache \(kgen.mla.quantize_fp8\)",
+        r"^kv_cache: expected dtype torch.uint8 \(an fp8 cache \(kgen.mla.quantize_fp8\(\.\.\., "
+        r"format='fp8'\)\) for kv_format='fp8'\)",
     ),
     (
         "kv_cache",
@@ -318,6 +319,102 @@ def test_a_runner_of_a_new_description_plans_and_runs_it(monkeypatch):
     lse_in_sink = torch.zeros(B * T * H)[: B * T * H].view(B, T, H)
     with pytest.raises(InputError, match="lse overlaps attn_sink"):
         runner._run(0, (*tensors[:5], lse_in_sink.view(-1)[:H]), out, lse_in_sink)
+
+
+class FormsParams(ctypes.Structure):
+    _fields_ = [
+        ("cache", ctypes.c_void_p),
+        ("cache_sp", ctypes.c_int64),
+        ("cache_sr", ctypes.c_int64),
+        ("slots", ctypes.c_int64),
+        ("lengths", ctypes.c_void_p),
+        ("len_sb", ctypes.c_int64),
+        ("len_st", ctypes.c_int64),
+        ("out", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),
+    ]
+
+
+def forms_operands(page_stride=24):
+    """A cache of padded pages (4 x 5 elements, pages `page_stride` apart) with at most 9 slots,
+    lengths per sequence [B] or per row [B, T] at any strides, an input the call does not take."""
+    inputs = (
+        Operand("cache", "float32", ("pages", 4, 5), "pages, 4, 5", access="pages", align=16,
+                field="cache", strides=("cache_sp",), count=("slots", 4), count_most=9,
+                count_what="slots", page_stride=page_stride),
+        Operand("lengths", "int32", ("B", T), "B, or B, T", access="strided", field="lengths",
+                strides=("len_sb", "len_st"), optional=True, min_dims=1),
+        Operand("mask", "int32", (1,), "-", absent="this call takes no mask"),
+    )  # fmt: skip
+    outputs = (
+        Operand("out", "float32", ("B",), "B", access="whole", field="out"),
+        Operand("lse", "float32", ("B",), "B", access="whole", field="lse"),
+    )
+    return inputs, outputs
+
+
+def padded(pages: int, stride: int = 24) -> torch.Tensor:
+    return torch.zeros(pages, stride)[:, :20].view(pages, 4, 5)
+
+
+@pytest.mark.parametrize(
+    "index, bad, message",
+    [
+        (0, torch.zeros(2, 4, 5)[:, :, :4], r"^cache: expected shape \[pages, 4, 5\]"),
+        (
+            0,
+            torch.zeros(2, 5, 4).transpose(1, 2),
+            r"^cache: expected each page's elements together: strides \(page, 5, 1\) with page >= "
+            r"20 and a multiple of 4 elements \(16 bytes\), got strides \(20, 1, 4\)",
+        ),
+        (0, padded(2, 22), r"^cache: expected each page's elements together"),  # 88 bytes apart
+        (0, padded(3), r"^cache: expected at most 9 slots, got 12"),
+        (
+            1,
+            torch.zeros(B, T + 1, dtype=torch.int32),
+            r"^lengths: expected shape \[B\] or \[B, 2\]",
+        ),
+        (1, torch.zeros(B, T, 1, dtype=torch.int32), r"^lengths: expected 1 or 2 dimensions"),
+        (2, torch.zeros(1, dtype=torch.int32), r"^mask: expected None \(this call takes no mask"),
+    ],
+)
+def test_described_forms_of_an_input_are_checked(index, bad, message):
+    inputs, _ = forms_operands()
+    good = [padded(2), torch.zeros(B, T, dtype=torch.int32), None]
+    check_operands(inputs, tuple(good), CPU)
+    per_row_transposed = torch.zeros(T, B, dtype=torch.int32).t()
+    check_operands(inputs, (torch.zeros(2, 4, 5), per_row_transposed, None), CPU)
+    check_operands(inputs, (padded(2), torch.zeros(B, dtype=torch.int32), None), CPU)
+    good[index] = bad
+    with pytest.raises(InputError, match=message):
+        check_operands(inputs, tuple(good), CPU)
+
+
+def test_the_fast_path_binds_the_described_forms():
+    """Pages at their planned stride, lengths of either shape (their strides written: 0 along a
+    dimension left out), an absent input that is None; anything else is refused."""
+    inputs, outputs = forms_operands()
+    bind, source = binder(inputs, outputs, {"B": B}, -1, FormsParams)
+    p = FormsParams()
+    out, lse = torch.empty(B), torch.empty(B)
+    cache, per_row = padded(2), torch.zeros(B, T, dtype=torch.int32)
+    assert bind(p, (cache, per_row, None), out, lse, True, 0, 0) is True, source
+    assert (p.cache, p.slots, p.lengths) == (cache.data_ptr(), 8, per_row.data_ptr())
+    assert (p.len_sb, p.len_st) == (T, 1)
+    per_seq = torch.zeros(B, dtype=torch.int32)
+    assert bind(p, (cache, per_seq, None), out, lse, True, 0, 0) is True
+    assert (p.lengths, p.len_sb, p.len_st) == (per_seq.data_ptr(), 1, 0)
+    assert bind(p, (cache, None, None), out, lse, True, 0, 0) is True and not p.lengths
+    refused = [
+        (torch.zeros(2, 4, 5), per_row, None),  # pages not at the planned stride
+        (padded(3), per_row, None),  # 12 slots: over the described most
+        (cache, torch.zeros(B, 3, dtype=torch.int32)[:, :2], None),  # strided: the checks bind it
+        (cache, per_row, torch.zeros(1, dtype=torch.int32)),  # not taken
+    ]
+    for tensors in refused:
+        assert bind(p, tensors, out, lse, True, 0, 0) is False
+    inside = cache[1, 0, :2]  # out within the cache's second page: checked apart
+    assert bind(p, (cache, per_row, None), inside, lse, True, 0, 0) is None
 
 
 @pytest.mark.parametrize(

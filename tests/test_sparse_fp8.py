@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from kgen.mla import Fp8CacheError, dequantize_fp8, quantize_fp8
-from kgen.mla.sparse import fp8
+from kgen.mla import Fp8CacheError, dequantize_fp8, fp8, quantize_fp8
+from kgen.mla.kv_format import FORMATS
 
 from .sparse_reference import decode_fp8_cache, e4m3_to_float64
 
@@ -19,7 +19,8 @@ def cache(pages=3, page_size=5, dtype=torch.float32, seed=0):
 
 
 def test_layout_offsets():
-    assert (fp8.SCALES_OFFSET, fp8.ROPE_OFFSET, fp8.TOKEN_BYTES) == (512, 528, 656)
+    f = FORMATS["fp8"]
+    assert (f.scales_offset, f.rope_offset, f.token_bytes) == (512, 528, 656)
     kv = torch.zeros(1, 1, 576)
     kv[0, 0, 0], kv[0, 0, 130], kv[0, 0, 512], kv[0, 0, 575] = 448.0, -3.0, 1.5, -2.0
     raw = quantize_fp8(kv)

@@ -37,7 +37,7 @@ GRID = load_grid(family="dense")
 
 
 def test_grid_loads_every_case():
-    assert len(GRID) == 14 and len(load_grid()) == 24
+    assert len(GRID) == 14 and len(load_grid()) == 38
     tree = next(c for c in GRID if c.name == "kimi-tp1-verify-tree")
     assert (tree.spec.heads, tree.spec.q_len, tree.spec.mask, tree.batch, tree.prefix) == (
         64,

@@ -95,3 +95,77 @@ def test_timed_calls_take_the_tree_mask_packed_once():
         Spec(heads=2, q_len=5, dtype="float32", mask="causal"), [9], device="cpu", seed=1
     )
     assert SIDES["dense"].timed_args(chain) == chain.args()
+
+
+@pytest.mark.parametrize("name", ["dsv4-h16-k1024-t3-b32", "dsv4-h8-k512-t1-b1"])
+def test_the_v4_bench_workload_of_a_grid_case_builds_and_its_oracle_is_the_reference(name):
+    """A DeepSeek-V4 grid case at a CPU-sized batch and prefix: the main list as the V3.2
+    workload's (distinct positions of the sequence's own pages), the window list each query
+    token's extra_topk recent tokens from its own position on in the sequence's own pages of the
+    second cache, a sink per head; the bytes and FLOPs the floor counts; and the oracle (with
+    lengths, an entry past the cache within a length and one beyond it added) equal to
+    tests/sparse_reference.py's v4_reference, which decodes the 584-byte pages itself."""
+    import dataclasses
+
+    import torch
+
+    from kgen.tune.report import sparse_case_work
+    from kgen.tune.space import load_grid
+    from kgen.tune.sparse_trials import (
+        bench_workload,
+        sparse_oracle,
+        sparse_work,
+        torch_sparse_mla,
+    )
+
+    from .sparse_reference import decode_cache, v4_reference
+
+    (case,) = [c for c in load_grid(family="sparse") if c.name == name]
+    case = dataclasses.replace(case, batch=3, prefix=1300)  # 6 pages of 256 a sequence
+    spec, (b, t, k, x) = case.spec, (3, case.spec.q_len, case.spec.topk, case.spec.extra_topk)
+    w = bench_workload(case, "cpu", seed=2)
+    assert tuple(w.kv_cache.shape) == (18, 256, 584) and w.kv_cache.stride(0) == 256 * 576 + 2304
+    assert tuple(w.indices.shape) == (b, t, k) and tuple(w.extra_indices.shape) == (b, t, x)
+    assert w.attn_sink.dtype == torch.float32 and tuple(w.attn_sink.shape) == (spec.heads,)
+    assert w.topk_length is None and w.extra_topk_length is None
+    assert set(w.extras()) == {"attn_sink", "extra_kv_cache", "extra_indices"}
+    pages, window_pages = w.indices.long() // 256, w.extra_indices.long() // 64
+    for seq in range(b):
+        assert len(set(pages[seq].flatten().tolist())) <= 6
+        for row in range(t):
+            assert len(set(w.indices[seq, row].tolist())) == k
+    for pages_of in (pages, window_pages):  # each sequence's own pages
+        owners = [set(pages_of[seq].flatten().tolist()) for seq in range(b)]
+        assert not (owners[0] & owners[1] or owners[1] & owners[2] or owners[0] & owners[2])
+    slots = w.extra_indices.long()
+    for seq in range(b):  # the rows' windows overlap in all but t - 1 tokens
+        assert len(torch.unique(slots[seq])) == x + t - 1
+    assert torch.equal(slots[:, 1:, :-1], slots[:, :-1, 1:])  # row t's: one token past t - 1's
+    assert torch.equal(slots[..., 1:] % 64, (slots[..., :-1] + 1) % 64)  # consecutive tokens
+    assert sparse_work(w)["bytes"] == b * t * (k + x) * 584 == sparse_case_work(spec, b)[0]
+    assert sparse_work(w)["flops"] == b * t * (k + x) * 2 * 1024 * spec.heads
+    assert sparse_case_work(spec, b)[1] == sparse_work(w)["flops"]
+
+    gen = torch.Generator().manual_seed(3)
+    w.topk_length = torch.randint(0, k + 3, (b, t), generator=gen).int()
+    w.extra_topk_length = torch.randint(1, x + 1, (b,), generator=gen).int()
+    w.extra_indices[b - 1, 0, 0] = 10**6  # past the cache, within every length: NaN
+    w.indices[0, 0, k - 1] = 10**6  # past the cache, beyond the length: never counts
+    w.topk_length[0, 0] = k - 1
+
+    def decoded(cache, page_size):
+        raw = torch.as_strided(cache, (cache.shape[0], cache.stride(0)), (cache.stride(0), 1))
+        return decode_cache(raw.numpy(), "v4_fp8", page_size)
+
+    lists = [
+        (decoded(w.kv_cache, 256), w.indices.numpy(), w.topk_length.numpy()),
+        (decoded(w.extra_kv_cache, 64), w.extra_indices.numpy(), w.extra_topk_length.numpy()),
+    ]
+    ref_out, ref_lse = v4_reference(w.q.double().numpy(), lists, w.scale, w.attn_sink.numpy())
+    out, lse = sparse_oracle(w)
+    assert np.isnan(ref_lse[b - 1, 0]).all() and np.isfinite(ref_lse[0, 0]).all()
+    np.testing.assert_allclose(out.numpy(), ref_out, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(lse.numpy(), ref_lse, rtol=1e-10, atol=1e-12)
+    base_out, _ = torch_sparse_mla(w)  # the plain-torch baseline, in bf16
+    rows = np.isfinite(ref_lse).all(axis=-1)  # (its rows with nothing listed are NaN)
+    assert np.abs(base_out.double().numpy()[rows] - ref_out[rows]).max() < 0.05

@@ -39,24 +39,44 @@ def binder(
     struct of `params_type`: False where a tensor is not as planned (nothing usable bound); else
     the addresses bound into `p` and True, or None where given outputs may overlap an input or
     [extra_lo, extra_hi) (the caller then runs the general overlap check, which names the pair).
-    An optional input may be None (address 0). Returns (bind, its source)."""
+    An optional input may be None (address 0), an absent one must be; one given with fewer
+    dimensions (min_dims) has its strides written too. Returns (bind, its source)."""
     consts: dict[str, object] = {"I": index}
     lines, checks, spans = [], [], []
     names = [f"x{i}" for i in range(len(inputs))]
     for i, op in enumerate(inputs):
         x = names[i]
+        if op.absent:
+            checks.append(f"{x} is None")
+            continue
         consts[f"D{i}"] = op.torch_dtype
         if op.count:  # a free leading size: the rest of the shape as literals
+            assert not op.min_dims, op.name
             rest = [f"{x}_{j}" for j in range(1, len(op.shape))]
             dims = ", ".join([f"n{i}", *rest])
             nothing = ", ".join(["0"] * len(op.shape))
             unpack = f"({nothing}) if {x} is None else {x}.shape" if op.optional else f"{x}.shape"
             lines.append(f"{dims} = {unpack}")
             shape = " and ".join(f"{d} == {op.shape[j + 1]}" for j, d in enumerate(rest))
+        elif op.min_dims:  # each shape it may have, with the strides (in fields' units) it binds
+            full = op.planned_shape(planned)
+            unit = op.elem_bytes if op.stride_unit == "bytes" else 1
+            consts[f"SS{i}"] = {
+                torch.Size(full[:n]): tuple(
+                    s * unit for s in (*op.planned_strides(full[:n]), *[0] * (len(full) - n))
+                )[: len(op.strides)]
+                for n in range(op.min_dims, len(full) + 1)
+            }
+            shape = f"(s{i} := {x}.shape) in SS{i}"
         else:
             consts[f"S{i}"] = torch.Size(op.planned_shape(planned))
             shape = f"{x}.shape == S{i}"
-        check = f"{x}.dtype is D{i} and {shape} and {x}.get_device() == I and {x}.is_contiguous()"
+        if op.page_stride:  # pages padded past their elements: the planned strides exactly
+            consts[f"ST{i}"] = op.planned_strides((1, *op.shape[1:]))
+            layout = f"{x}.stride() == ST{i}"
+        else:
+            layout = f"{x}.is_contiguous()"
+        check = f"{x}.dtype is D{i} and {shape} and {x}.get_device() == I and {layout}"
         checks.append(f"({x} is None or ({check}))" if op.optional else check)
     outs = []
     for name, op in zip(("out", "lse"), outputs, strict=True):
@@ -77,6 +97,8 @@ def binder(
 
     misaligned, writes = [], []
     for i, op in enumerate(inputs):
+        if op.absent:
+            continue
         x = names[i]
         code.append(
             f"a{i} = 0 if {x} is None else {x}.data_ptr()"
@@ -86,21 +108,29 @@ def binder(
         if op.align > 1:
             misaligned.append(f"(a{i} & {op.align - 1})")
         writes.append(f"p.{op.field} = a{i}")
-        size = math.prod(op.planned_shape(planned) or op.shape[1:]) * op.elem_bytes
+        if op.min_dims and op.strides:
+            fields = ", ".join(f"p.{f}" for f in op.strides)
+            bind = f"{fields}, = SS{i}[s{i}]"
+            writes.append(f"if {x} is not None:\n    {bind}" if op.optional else bind)
         if op.count:
+            page = op.page_stride or math.prod(op.shape[1:])
+            size = f"n{i} * {page * op.elem_bytes}"
             field, factor = op.count
-            consts[f"MOST{i}"] = largest(params_type, field)
+            most = largest(params_type, field)
+            consts[f"MOST{i}"] = min(most, op.count_most) if op.count_most else most
             code.append(f"c{i} = n{i} * {factor}" if factor != 1 else f"c{i} = n{i}")
             misaligned.append(f"c{i} > MOST{i}")
             writes.append(f"p.{field} = c{i}")
-            size = f"n{i} * {size}"
+        else:
+            size = math.prod(op.planned_shape(planned)) * op.elem_bytes
         spans.append((f"a{i}", f"a{i} + {size}"))
     code += ["ao = out.data_ptr()", "al = lse.data_ptr()"]
     if outputs[0].align > 1:
         misaligned.append(f"(ao & {outputs[0].align - 1})")
     if misaligned:
         code += [f"if {' or '.join(misaligned)}:", "    return False"]
-    code += writes + ["p.out = ao", "p.lse = al", "if not given:", "    return True"]
+    code += [line for w in writes for line in w.split("\n")]
+    code += ["p.out = ao", "p.lse = al", "if not given:", "    return True"]
 
     out_bytes, lse_bytes = (math.prod(op.planned_shape(planned)) * op.elem_bytes for op in outputs)
     code += [f"ao_hi = ao + {out_bytes}", f"al_hi = al + {lse_bytes}"]

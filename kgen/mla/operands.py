@@ -4,14 +4,19 @@ them.
 A family lists its call's tensors as Operands (kgen.mla.inputs for dense MLA,
 kgen.mla.sparse.inputs for sparse): name, element type, shape (fixed sizes, and sizes named once
 for the whole call, like the batch "B"), how the kernel reads it (rows a few bytes at a time, a
-contiguous last dimension, or the whole tensor contiguous), limits, and the fields of the kernel's
-parameter struct its address, strides and leading size go in. `check_operands` checks tensors
-against that list and raises InputError naming the first bad one; the runner
-(kgen.mla.running) binds the same list into the parameters. A new input is one more Operand.
+contiguous last dimension, the whole tensor contiguous, pages each contiguous, or any strides),
+limits, and the fields of the kernel's parameter struct its address, strides and leading size go
+in. An input may be optional (None binds a null address), one the call does not take (it must be
+None), or one given with fewer dimensions (the kernel reads it broadcast along the missing ones).
+A family's description depends on the plan's spec, so one family describes several calls (the
+sparse V3.2 and V4 ops). `check_operands` checks tensors against that list and raises InputError
+naming the first bad one; the runner (kgen.mla.running) binds the same list into the parameters.
+A new input is one more Operand.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,7 +24,7 @@ import torch
 
 INT32_MAX = 2**31 - 1
 SIZE_WORDS = {"B": "batch"}  # how a message says a named size the plan fixed ("batch 2")
-ACCESSES = ("rows", "last", "whole")
+ACCESSES = ("rows", "last", "whole", "pages", "strided")
 
 
 class InputError(ValueError):
@@ -47,10 +52,20 @@ class Operand:
       naming it fixes for the others (or the plan fixes); dims says what each dimension is.
     access: how the kernel reads it. "rows": the last dimension contiguous, rows read `align`
       bytes at a time (the other strides and the base address multiples of it); "last": the last
-      dimension contiguous; "whole": the whole tensor contiguous.
+      dimension contiguous; "whole": the whole tensor contiguous; "pages": each slice along the
+      first dimension (a page) contiguous, the page stride at least a page's elements and a
+      multiple of `align` bytes, the base address aligned (the kernel finds its rows from the
+      page's start, not from the tensor's row stride); `page_stride` (elements) is the planned
+      page stride, where a page is padded past its elements (0: none); "strided": any strides
+      (the kernel takes each one).
     field, strides, stride_unit: the parameter-struct fields of its address and of its leading
       strides ("elements" or "bytes"); count: (field, factor): its leading size times factor
-      goes in that field (a cache's pages, or its slots).
+      goes in that field (a cache's pages, or its slots); count_most: the most that value may be
+      where less than the field holds (count_what says what it counts).
+    optional: None is accepted (a null address bound). absent: why this call takes no such
+      tensor (it must be None; nothing bound). min_dims: the dimensions past the first min_dims
+      may be left out (the kernel reads the tensor broadcast along them: their strides bound as
+      0); 0: every dimension given.
     """
 
     name: str
@@ -65,11 +80,19 @@ class Operand:
     strides: tuple[str, ...] = ()
     stride_unit: str = "elements"
     count: tuple[str, int] | None = None
-    optional: bool = False  # None is accepted (nothing bound)
+    count_most: int = 0
+    count_what: str = ""
+    optional: bool = False
+    absent: str = ""
+    min_dims: int = 0
+    page_stride: int = 0
 
     def __post_init__(self):
         assert self.access in ACCESSES, self.access
         assert self.stride_unit in ("elements", "bytes"), self.stride_unit
+        assert not self.page_stride or self.access == "pages", self.name
+        assert 0 <= self.min_dims < len(self.shape), self.name
+        assert not self.count_most or self.count, self.name
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -84,6 +107,28 @@ class Operand:
         if any(isinstance(s, str) and s not in sizes for s in self.shape):
             return None
         return tuple(sizes[s] if isinstance(s, str) else s for s in self.shape)
+
+    def planned_strides(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The strides, in elements, of a tensor of `shape` as planned: contiguous, its pages
+        `page_stride` apart where that is set."""
+        strides = contiguous_strides(shape)
+        return (self.page_stride, *strides[1:]) if self.page_stride else strides
+
+    def as_planned(self, t: torch.Tensor) -> bool:
+        """Whether t's strides are the planned ones for its shape (where a dimension has one
+        element its stride is never used)."""
+        if self.page_stride:
+            return t.stride() == self.planned_strides(tuple(t.shape))
+        return t.is_contiguous()
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides, in elements, of a contiguous tensor of `shape`."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
 
 
 def check_tensor(name: str, t, device: torch.device | None, dtype: torch.dtype | None, ndim: int):
@@ -106,29 +151,43 @@ def check_operand(
 ) -> None:
     """One tensor against its Operand; the named sizes it is the first to show go into `sizes`."""
     name = op.name
+    if op.absent:
+        if t is not None:
+            fail(name, f"None ({op.absent})", f"a {type(t).__name__}")
+        return
     if isinstance(t, torch.Tensor) and t.dtype != op.torch_dtype and op.why_dtype:
         fail(name, f"dtype {op.torch_dtype} ({op.why_dtype})", str(t.dtype))
-    check_tensor(name, t, device, op.torch_dtype, len(op.shape))
+    ndims = range(op.min_dims or len(op.shape), len(op.shape) + 1)
+    if isinstance(t, torch.Tensor) and len(ndims) > 1 and t.dim() not in ndims:
+        fail(name, f"{' or '.join(map(str, ndims))} dimensions", f"shape {tuple(t.shape)}")
+    ndim = t.dim() if isinstance(t, torch.Tensor) and t.dim() in ndims else len(op.shape)
+    check_tensor(name, t, device, op.torch_dtype, ndim)
     shape = tuple(t.shape)
     known = {**sizes, **planned}
-    wanted = [known.get(s, s) if isinstance(s, str) else s for s in op.shape]
-    if any(isinstance(w, int) and w != n for w, n in zip(wanted, shape, strict=True)):
-        for want, n in zip(op.shape, shape, strict=True):
+
+    def wanted(n: int) -> list:
+        return [known.get(s, s) if isinstance(s, str) else s for s in op.shape[:n]]
+
+    if any(isinstance(w, int) and w != n for w, n in zip(wanted(ndim), shape, strict=True)):
+        for want, n in zip(op.shape, shape, strict=False):
             if isinstance(want, str) and want in planned and n != planned[want]:
                 fail(
                     name,
                     f"{SIZE_WORDS.get(want, want)} {planned[want]} (the plan's)",
                     f"shape {shape}",
                 )
-        fail(name, f"shape [{', '.join(map(str, wanted))}] ({op.dims})", f"{shape}")
-    for want, n in zip(op.shape, shape, strict=True):
+        shapes = " or ".join(f"[{', '.join(map(str, wanted(n)))}]" for n in ndims)
+        fail(name, f"shape {shapes} ({op.dims})", f"{shape}")
+    for want, n in zip(op.shape, shape, strict=False):
         if isinstance(want, str):
             sizes.setdefault(want, n)
     strides = t.stride()
     if op.access == "whole":
         if not t.is_contiguous():
             fail(name, "a contiguous tensor", f"strides {strides}")
-    elif shape[-1] > 1 and strides[-1] != 1:
+    elif op.access == "pages":
+        check_pages(op, t)
+    elif op.access != "strided" and shape[-1] > 1 and strides[-1] != 1:
         fail(name, "a contiguous last dimension", f"strides {strides}")
     if op.access == "rows" and op.align > 1:
         step = max(1, op.align // t.element_size())
@@ -138,12 +197,31 @@ def check_operand(
                 f"strides that are multiples of {step} elements ({op.align} bytes)",
                 f"strides {strides}",
             )
-        if t.data_ptr() % op.align:
-            fail(name, f"a base address aligned to {op.align} bytes", f"address {t.data_ptr():#x}")
+    if op.access in ("rows", "pages") and op.align > 1 and t.data_ptr() % op.align:
+        fail(name, f"a base address aligned to {op.align} bytes", f"address {t.data_ptr():#x}")
+    if op.count_most and shape[0] * op.count[1] > op.count_most:
+        fail(name, f"at most {op.count_most} {op.count_what}", f"{shape[0] * op.count[1]}")
     for limit in op.limits:
         value = limit.of(t)
         if value > limit.most:
             fail(name, f"at most {limit.most} {limit.what}", f"{value}")
+
+
+def check_pages(op: Operand, t: torch.Tensor) -> None:
+    """Access "pages": each page contiguous, pages a multiple of `align` bytes apart and no
+    closer than a page's elements."""
+    shape, strides = tuple(t.shape), t.stride()
+    inner = contiguous_strides(shape)[1:]
+    page = math.prod(shape[1:])
+    step = max(1, op.align // t.element_size())
+    together = all(n == 1 or s == w for s, w, n in zip(strides[1:], inner, shape[1:], strict=True))
+    if not together or (shape[0] > 1 and (strides[0] < page or strides[0] % step)):
+        fail(
+            op.name,
+            f"each page's elements together: strides (page, {', '.join(map(str, inner))}) with "
+            f"page >= {page} and a multiple of {step} elements ({op.align} bytes)",
+            f"strides {strides}",
+        )
 
 
 def check_operands(
@@ -158,7 +236,7 @@ def check_operands(
     sizes: dict[str, int] = {}
     planned = planned or {}
     for op, t in zip(operands, tensors, strict=True):
-        if t is None and op.optional:
+        if t is None and (op.optional or op.absent):
             continue
         check_operand(op, t, device, sizes, planned)
         device = t.device

@@ -263,14 +263,14 @@ DENSE = (
 SPARSE = (
     Rule(
         "heads_per_block",
-        lambda s, c: s.heads % c.heads_per_block == 0,
-        "must divide heads={spec.heads}",
+        lambda s, c: c.heads_per_block <= s.heads,
+        "at most heads={spec.heads} (the last head group may hold fewer)",
     ),
     *TENSOR_CORES,
     Rule(
         "dequant",
-        lambda s, c: s.kv_format == "fp8",
-        "'registers' applies to an fp8 cache; a bf16 cache takes 'shared'",
+        lambda s, c: s.format.quantized,
+        "'registers' applies to an fp8 cache; a 16-bit cache takes 'shared'",
         lambda s, c: c.dequant == "registers",
     ),
     Rule(

@@ -11,8 +11,9 @@ merge kernel follows the attention kernel through programmatic dependent launch)
 compile, synchronise or allocate device memory (given out= and lse=), so many runs, one per
 layer, can be captured in one CUDA graph.
 
-Binding: tensors that are contiguous with the planned shapes, dtypes and device (and aligned)
-take a fast path of identity checks and pointer writes; anything else takes the one checker
+Binding: tensors laid out as planned (contiguous, or a cache's pages at their planned padded
+stride) with the planned shapes, dtypes and device (and aligned) take a fast path of identity
+checks and pointer writes; anything else takes the one checker
 (kgen.mla.operands.check_operands), which either names the bad tensor or binds its strides.
 """
 
@@ -35,15 +36,6 @@ current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
     lambda index: torch.cuda.current_stream(index).cuda_stream
 )  # the raw handle of torch's current stream on a device (Inductor's get_raw_stream)
 current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
-
-
-def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The strides, in elements, of a contiguous tensor of `shape`."""
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
 
 
 class PlannedRunner:
@@ -153,14 +145,15 @@ class PlannedRunner:
         )
 
     def _set_planned_strides(self) -> None:
-        """The strides of contiguous tensors of the planned shapes."""
+        """The strides of tensors of the planned shapes, laid out as planned (contiguous, or
+        pages padded to their planned stride)."""
         p = self._params
         for op in self._operands:
-            if not op.strides:
+            if not op.strides or op.absent:
                 continue
             shape = op.planned_shape(self.planned) or (1, *op.shape[1:])
             unit = op.elem_bytes if op.stride_unit == "bytes" else 1
-            for field, stride in zip(op.strides, contiguous_strides(shape), strict=False):
+            for field, stride in zip(op.strides, op.planned_strides(shape), strict=False):
                 setattr(p, field, stride * unit)
         self._odd_strides = False
 
@@ -203,22 +196,25 @@ class PlannedRunner:
         p = self._params
         for op, t in zip(self._operands, tensors, strict=True):
             if t is None:
-                setattr(p, op.field, 0)
+                if op.field:
+                    setattr(p, op.field, 0)
                 continue
             setattr(p, op.field, t.data_ptr())
             unit = t.element_size() if op.stride_unit == "bytes" else 1
-            for field, stride in zip(op.strides, t.stride(), strict=False):
+            missing = len(op.shape) - t.dim()  # (min_dims) read broadcast: stride 0
+            for field, stride in zip(op.strides, (*t.stride(), *[0] * missing), strict=False):
                 setattr(p, field, stride * unit)
-            if op.count:  # (its limits keep the value in the field's range)
+            if op.count:  # (its limits and count_most keep the value in the field's range)
                 field, factor = op.count
                 setattr(p, field, t.shape[0] * factor)
-        # Contiguous tensors of the planned shapes have the planned strides (where a dimension
-        # has one element its stride is never used); any other strides stay until a call whose
-        # tensors are all planned writes the planned ones back.
+        # Tensors of the planned shapes laid out as planned have the planned strides (where a
+        # dimension has one element its stride is never used); any other strides stay until a
+        # call whose tensors are all planned writes the planned ones back (the fast path writes
+        # those of a tensor that may come with fewer dimensions itself).
         self._odd_strides = not all(
-            t is None or t.is_contiguous()
+            t is None or op.as_planned(t)
             for op, t in zip(self._operands, tensors, strict=True)
-            if op.strides
+            if op.strides and not op.min_dims
         )
 
 

@@ -46,9 +46,20 @@ def floor_us(row: dict, dtype: str, ceilings: dict) -> float:
     instructions sm_120 code can use (mma.sync for 16-bit inputs, the measured fp32 matmul
     rate for float32)."""
     peak = ceilings["fp32_tflops"] if dtype == "float32" else MMA_SYNC_TFLOPS
-    # A sparse trial's "bytes" are the gathered cache bytes (B x T x topk x 656 for fp8): the
-    # floor of issue 8. Its "kv_bytes" the same, so kv_gbs is the achieved gather bandwidth.
+    # A sparse trial's "bytes" are the gathered cache bytes (sparse_case_work): the floor of
+    # issue 8. Its "kv_bytes" the same, so kv_gbs is the achieved gather bandwidth.
     return max(row["bytes"] / ceilings["read_gbs"] / 1e3, row["flops"] / peak / 1e6)
+
+
+def sparse_case_work(spec, batch: int) -> tuple[int, int]:
+    """(bytes, FLOP) of one sparse call of `batch` sequences whose lists are full (no holes, as
+    the sweep's benchmark workload draws them): every entry of both lists gathered once per query
+    row, token_bytes each (656 for DeepSeek-V3.2's fp8, 584 for V4's; 2 x D for a 16-bit cache),
+    and 2 x (D + 512) x H FLOP per entry (q.K over D values: 576 for V3.2, 512 for V4, where
+    K = V; P.V over 512)."""
+    entries = batch * spec.q_len * (spec.topk + spec.extra_topk)
+    per_entry = 2 * (spec.head_dim + spec.latent_dim) * spec.heads
+    return entries * spec.token_bytes, entries * per_entry
 
 
 def figures(row: dict, dtype: str, ceilings: dict | None) -> dict:

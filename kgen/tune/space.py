@@ -90,7 +90,7 @@ class GridError(ValueError):
 
 # A grid case's keys and their types: B sequences of T query tokens, H heads, S positions each
 DENSE_KEYS = {"latent_dim": int, "rope_dim": int, "mask": str}
-SPARSE_KEYS = {"topk": int, "kv_format": str}
+SPARSE_KEYS = {"topk": int, "kv_format": str, "extra_topk": int, "extra_page_size": int}
 CASE_KEYS = {
     "name": str,
     "B": int,
@@ -168,8 +168,9 @@ def _check_case(c) -> None:
 
 def case_from_dict(c: dict) -> Case:
     """A grid entry: B, T, H, S (positions per sequence), and optionally dtype, page_size, mask;
-    an entry with `topk` (and `kv_format`, default fp8) is a sparse case. ValueError (a
-    ParamError from the Spec) names a key that is missing, unknown or wrong."""
+    an entry with `topk` (and `kv_format`, default fp8) is a sparse case, one with `extra_topk`
+    and `extra_page_size` too the V4 op's with a second cache (a window of recent tokens).
+    ValueError (a ParamError from the Spec) names a key that is missing, unknown or wrong."""
     _check_case(c)
     if "topk" in c:
         sparse = SparseSpec(
@@ -179,6 +180,8 @@ def case_from_dict(c: dict) -> Case:
             kv_format=c.get("kv_format", "fp8"),
             page_size=c.get("page_size", 64),
             dtype=c.get("dtype", "bfloat16"),
+            extra_topk=c.get("extra_topk", 0),
+            extra_page_size=c.get("extra_page_size", 0),
         )
         name = c.get("name", f"{sparse.short_name()}_k{sparse.topk}")
         return Case(name=name, spec=sparse, batch=c["B"], prefix=c["S"])

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from kgen.arch import Arch
 from kgen.mla import SparseConfig, SparseSpec
 from kgen.mla.rules import allows
+from kgen.mla.sparse.heuristic import entries
 from kgen.mla.spec import MAX_SPLITS
 from kgen.tune.space import Case, Pruned, refuse_or_keep
 
@@ -42,7 +43,7 @@ def enumerate_sparse_configs(spec: SparseSpec, axes: SparseAxes = SparseAxes()) 
     parameter). dequant applies to an fp8 cache; a bf16 cache is gathered into shared memory."""
     divisors = [d for d in range(1, spec.heads + 1) if spec.heads % d == 0]
     hpbs = axes.heads_per_block or tuple(d for d in divisors if d >= 16 or spec.heads < 16)
-    dequants = axes.dequant if spec.kv_format == "fp8" else ("shared",)
+    dequants = axes.dequant if spec.format.quantized else ("shared",)
     pipelines = [("shared", st, n) for st, n in axes.shared_tiles] * ("shared" in dequants)
     pipelines += [("registers", 2, n) for n in axes.register_tiles] * ("registers" in dequants)
     configs = [
@@ -82,16 +83,16 @@ def prune_sparse(
 def sparse_split_candidates(
     case: Case, config: SparseConfig, sm_count: int, blocks_per_sm: int = 2, max_candidates: int = 4
 ) -> list[int]:
-    """Splits of the top-k list worth timing: the most that fill every SM's `blocks_per_sm` block
-    slots in one wave (the compiled kernel's occupancy, as for the dense family: a count past it
-    leaves a tail wave), twice, half and a quarter of it; never more splits than gather tiles,
-    nor than MAX_SPLITS (the combine's cap: a count past it is cut to it). Where twice the wave
-    is past the tiles (small batches), also a half, a quarter and an eighth of the tiles. Counts
-    that cut the list into the same number of tiles per split launch the same work and are timed
-    once (as the count of non-empty splits)."""
+    """Splits of the top-k list (the V4 op's two lists joined) worth timing: the most that fill
+    every SM's `blocks_per_sm` block slots in one wave (the compiled kernel's occupancy, as for
+    the dense family: a count past it leaves a tail wave), twice, half and a quarter of it; never
+    more splits than gather tiles, nor than MAX_SPLITS (the combine's cap: a count past it is cut
+    to it). Where twice the wave is past the tiles (small batches), also a half, a quarter and an
+    eighth of the tiles. Counts that cut the list into the same number of tiles per split launch
+    the same work and are timed once (as the count of non-empty splits)."""
     spec = case.spec
-    blocks = case.batch * spec.q_len * (spec.heads // config.heads_per_block)
-    tiles = max(1, math.ceil(spec.topk / config.block_n))
+    blocks = case.batch * spec.q_len * -(-spec.heads // config.heads_per_block)
+    tiles = max(1, math.ceil(entries(spec) / config.block_n))  # both lists of the V4 op
     wave = max(1, blocks_per_sm * sm_count // blocks)
     wanted = {1, max(1, wave // 4), max(1, wave // 2), wave, 2 * wave}
     if 2 * wave > tiles:

@@ -13,6 +13,7 @@ import torch
 
 from kgen import device
 from kgen.mla.check import check_attention
+from kgen.mla.sparse.workload import SparseWorkload
 from kgen.mla.workload import Workload, make_workload
 from kgen.tune import sparse_trials
 from kgen.tune.baseline import torch_mla
@@ -28,12 +29,14 @@ L2_ROTATION_BYTES = 256 << 20  # graph replays rotate inputs until they outgrow 
 class Side:
     """A family's trial inputs: workload(case, device, seed), its float64 oracle, the arguments
     a timed call takes (a tree mask packed once, as a serving engine's layers take it; the check
-    runs on the workload's own arguments), what one call must do (bytes, FLOPs), the bytes a graph
-    replay rotates, and the torch baseline (prepared once, untimed, then called)."""
+    runs on the workload's own arguments) and the keyword arguments every call takes (the V4
+    op's lengths, sink and second cache), what one call must do (bytes, FLOPs), the bytes a
+    graph replay rotates, and the torch baseline (prepared once, untimed, then called)."""
 
     workload: Callable
     reference: Callable
     timed_args: Callable
+    keywords: Callable
     work: Callable
     rotated_bytes: Callable
     prepare: Callable
@@ -54,6 +57,7 @@ SIDES = {
         ),
         reference=torch_reference,
         timed_args=Workload.packed_args,
+        keywords=lambda w: {},
         work=_work,
         rotated_bytes=lambda w: w.kv_bytes(),
         prepare=torch_mla.prepare,
@@ -63,8 +67,11 @@ SIDES = {
         workload=sparse_trials.bench_workload,
         reference=sparse_trials.sparse_oracle,
         timed_args=lambda w: w.args(),
+        keywords=SparseWorkload.extras,
         work=sparse_trials.sparse_work,
-        rotated_bytes=lambda w: w.kv_cache.nbytes,
+        rotated_bytes=lambda w: sum(
+            t.nbytes for t in (w.kv_cache, w.extra_kv_cache) if t is not None
+        ),
         prepare=lambda w: w,
         baseline=sparse_trials.torch_sparse_mla,
     ),
@@ -90,13 +97,13 @@ class Trials:
         family, side = family_of(case.spec), SIDES[family_of(case.spec).name]
         w = side.workload(case, self.device, seed)
         ref = [x.cpu().numpy() for x in side.reference(w)]
-        work, args = side.work(w), side.timed_args(w)
+        work, args, keywords = side.work(w), side.timed_args(w), side.keywords(w)
         results = []
         for count in splits:
             cfg = dataclasses.replace(config, kv_splits=count)
             kernel = family.build(case.spec, cfg, "native")
             out, lse = w.poisoned_outputs()
-            kernel(*w.args(), out=out, lse=lse)
+            kernel(*w.args(), out=out, lse=lse, **keywords)
             row = {"config": cfg.to_dict(), "resources": _resources(kernel), **work}
             try:
                 row["error"] = check_attention(_np(out), _np(lse), *ref, case.spec.dtype)
@@ -104,7 +111,7 @@ class Trials:
                 results.append({**row, "status": "wrong", "detail": str(err)})
                 continue
             timing = self.timer.flushed(
-                lambda k=kernel, o=out, s=lse: k(*args, out=o, lse=s), reps=reps
+                lambda k=kernel, o=out, s=lse: k(*args, out=o, lse=s, **keywords), reps=reps
             )
             results.append({**row, "status": "ok", **timing.to_dict()})
         return results
@@ -117,9 +124,9 @@ class Trials:
         copies = max(1, min(16, math.ceil(L2_ROTATION_BYTES / max(1, side.rotated_bytes(first)))))
         workloads = [first] + [side.workload(case, self.device, seed + i) for i in range(1, copies)]
         outputs = [w.poisoned_outputs() for w in workloads]
-        args = [side.timed_args(w) for w in workloads]
+        args = [(side.timed_args(w), side.keywords(w)) for w in workloads]
         calls = [
-            lambda a=a, o=o: kernel(*a, out=o[0], lse=o[1])
+            lambda a=a, o=o: kernel(*a[0], out=o[0], lse=o[1], **a[1])
             for a, o in zip(args, outputs, strict=True)
         ]
         return {**self.timer.graph(calls).to_dict(), "rotated_inputs": copies}

@@ -92,7 +92,12 @@ __device__ void merge_piece(const Params& p, int b, int num_splits, int r0, int 
         for (int s = threadIdx.x % 32; s < num_splits; s += 32) total += exp2f((wr[s] - m) * LOG2E);
 #pragma unroll
       for (int k = 16; k > 0; k /= 2) total += __shfl_xor_sync(0xffffffffu, total, k);
+{% if sink is defined and sink == "true" %}
+      // the sparse V4 op's sink, on the merged row (its lse is without it)
+      const float inv = seen ? sink_factor(p, q0 + r, m + logf(total)) / total : 0.f;
+{% else %}
       const float inv = seen ? 1.f / total : 0.f;
+{% endif %}
       for (int s = threadIdx.x % 32; s < num_splits; s += 32) wr[s] = seen ? exp2f((wr[s] - m) * LOG2E) * inv : 0.f;
       if (chunk == 0 && threadIdx.x % 32 == 0 && (!RAGGED || row_real(q0 + r))) *lse_at(p, b, q0 + r) = seen ? m + logf(total) : -CUDART_INF_F;
     }

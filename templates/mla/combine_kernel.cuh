@@ -85,7 +85,12 @@ extern "C" __global__ void __launch_bounds__(mla::COMBINE_THREADS, mla::COMBINE_
     all.l = fmaf(w, ml.y, all.l);
   }
   const bool seen = all.l > 0.f || all.l != all.l;  // NaN counts as seen, and poisons the row
+{% if sink is defined and sink == "true" %}
+  // the sparse V4 op's sink, on the merged row (its lse is without it)
+  const float inv = seen ? sink_factor(p, r, (all.m + log2f(all.l)) * LN2) / all.l : 0.f;
+{% else %}
   const float inv = seen ? 1.f / all.l : 0.f;
+{% endif %}
   T* o = out_row(p, b, r) + d;
   o[0] = kgen::from_float<T>(seen ? all.acc.x * inv : 0.f);
   o[1] = kgen::from_float<T>(seen ? all.acc.y * inv : 0.f);

@@ -36,7 +36,7 @@ constexpr int ROW_GROUPS = NUM_WARPS / COL_GROUPS;
 constexpr int WARP_M = M_TILES / ROW_GROUPS;
 constexpr int N_TILES = BLOCK_N / 8;
 constexpr int K_STEPS = HEAD_DIM / 16;
-constexpr int LATENT_STEPS = LATENT_DIM / 16;
+constexpr int LATENT_STEPS = RUN_DIMS / 16;  // the k steps dealt in runs (the e4m3 ones of an fp8 row)
 constexpr int WARP_LATENT = LATENT_STEPS / COL_GROUPS;  // a warp's run of latent k steps
 constexpr int WARP_K = WARP_LATENT + (K_STEPS - LATENT_STEPS + COL_GROUPS - 1) / COL_GROUPS;
 constexpr int O_TILES = LATENT_DIM / 8 / COL_GROUPS;
@@ -45,8 +45,8 @@ constexpr int S_STRIDE = BLOCK_N + (24 - BLOCK_N % 16) % 16;  // = 8 mod 16: con
 
 // Shared memory: q (when not in registers), the gather stages, the dequantized tiles, the partial
 // scores, and the slot of every row of every stage (-1: masked).
-constexpr bool FP8_REGISTERS = KV_FORMAT == KV_FP8 && DEQUANT == DEQUANT_REGISTERS;
-constexpr int TILE_BUFFERS = FP8_REGISTERS ? 2 : (KV_FORMAT == KV_FP8 ? 1 : 0);
+constexpr bool FP8_REGISTERS = KV_FP8 && DEQUANT == DEQUANT_REGISTERS;
+constexpr int TILE_BUFFERS = FP8_REGISTERS ? 2 : (KV_FP8 ? 1 : 0);
 constexpr int SLOT_BUFFERS = FP8_REGISTERS ? 2 : STAGES;
 constexpr int Q_BYTES = Q_IN_REGISTERS ? 0 : M_TILES * 16 * ROW_ELEMS * 2;
 constexpr int STAGES_OFFSET = Q_BYTES;
@@ -61,12 +61,20 @@ constexpr int P_OFFSET = SCALES_OFFSET + TILE_BUFFERS * SCALE_FLOATS * 4;
 constexpr int P_BYTES = SPLIT_SOFTMAX ? M_TILES * 16 * P_STRIDE * 2 : 0;
 constexpr int ROW_STATE_OFFSET = P_OFFSET + P_BYTES;  // per row: rescale factor (then m), l
 constexpr int MAIN_SMEM = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);
-constexpr bool SCALED = KV_FORMAT == KV_FP8;
+constexpr bool SCALED = KV_FP8;
+// n8 tiles of output columns a warp takes per scale of P (a new scale group, or a warp's first)
+constexpr int GROUP_TILES = SCALED && SCALE_GROUP / 8 < O_TILES ? SCALE_GROUP / 8 : O_TILES;
+// Whether every warp's run of k steps starts a scale group (else its group boundaries depend on
+// the warp)
+// Whether some of V's columns are bf16 values (unscaled): the V4 op's rope dims
+constexpr bool BF16_COLUMNS = SCALED && E4M3_DIMS < LATENT_DIM;
+constexpr bool RUNS_ALIGNED = !SCALED || WARP_LATENT * 16 % SCALE_GROUP == 0;
 
 static_assert(NUM_WARPS % COL_GROUPS == 0 && M_TILES % ROW_GROUPS == 0, "warp grid must tile the rows");
 static_assert(O_TILES % 2 == 0 && O_TILES * 8 * COL_GROUPS == LATENT_DIM, "column groups must split V in n16 pieces");
 static_assert(FP8_REGISTERS ? STAGES == 2 : STAGES >= 2, "gather stages");
-static_assert(KV_FORMAT == KV_FP8 || DEQUANT == DEQUANT_SHARED, "a 16-bit cache needs no dequantization");
+static_assert(KV_FP8 || DEQUANT == DEQUANT_SHARED, "a 16-bit cache needs no dequantization");
+static_assert(GROUP_TILES % 2 == 0, "scale groups hold whole n16 pieces of V");
 static_assert(MAIN_SMEM == SMEM_BYTES, "shared-memory layout differs from kgen.mla.sparse.layout");
 static_assert(LATENT_STEPS % COL_GROUPS == 0, "column groups split the latent k steps evenly");
 
@@ -106,10 +114,12 @@ __device__ __forceinline__ int k_step(int kk, int cg) {
   return kk < WARP_LATENT ? cg * WARP_LATENT + kk : LATENT_STEPS + (kk - WARP_LATENT) * COL_GROUPS + cg;
 }
 
-// Whether a warp's kk-th k step starts a scale group its earlier steps are not in (the rope, or the
-// next 128 latent dims of a run that spans several).
-__device__ __forceinline__ constexpr bool starts_group(int kk) {
-  return kk > 0 && (kk == WARP_LATENT || (kk < WARP_LATENT && kk * 16 % SCALE_GROUP == 0));
+// Whether warp cg's kk-th k step starts a scale group its earlier steps are not in (the bf16
+// values, or the next group of a run that spans several).
+__device__ __forceinline__ bool starts_group(int kk, int cg) {
+  if (kk == 0 || kk > WARP_LATENT) return false;
+  if (kk == WARP_LATENT) return true;
+  return (RUNS_ALIGNED ? kk : k_step(kk, cg)) * 16 % SCALE_GROUP == 0;
 }
 
 // fp8: total += acc x (the scale of group g of each of this thread's columns), then acc = 0.
@@ -142,7 +152,7 @@ __device__ __forceinline__ void qk_partials(const T* tile, const float* row_scal
       for (int e = 0; e < 4; ++e) acc[i][j][e] = total[i][j][e] = 0.f;
 #pragma unroll
   for (int kk = 0; kk < WARP_K; ++kk) {
-    if (SCALED && starts_group(kk)) fold_group(total, acc, row_scales, k_step(kk - 1, ln.cg) * 16 / SCALE_GROUP, ln);
+    if (SCALED && starts_group(kk, ln.cg)) fold_group(total, acc, row_scales, k_step(kk - 1, ln.cg) * 16 / SCALE_GROUP, ln);
     const int ks = k_step(kk, ln.cg);
     if (ks < K_STEPS) {
       unsigned a[WARP_M][4];
@@ -250,11 +260,12 @@ __device__ __forceinline__ void pv_step(const T* tile, const float* row_scales, 
   unsigned ps[WARP_M][4];
 #pragma unroll
   for (int j = 0; j < O_TILES; j += 2) {
-    if (j % 16 == 0) {  // (a warp's first column and every 128th after it start a scale group)
+    if (j % GROUP_TILES == 0) {  // (a warp's first column and every group's first after it)
+      const int g = SCALED ? (ln.cg * O_TILES + j) * 8 / SCALE_GROUP : 0;
 #pragma unroll
       for (int i = 0; i < WARP_M; ++i) {
-        if constexpr (SCALED) {
-          scale_p(a[i], ps[i], row_scales, kk, (ln.cg * O_TILES + j) * 8 / SCALE_GROUP, ln);
+        if (SCALED && (!BF16_COLUMNS || g < SCALE_GROUPS)) {  // (past them: V's bf16 columns)
+          scale_p(a[i], ps[i], row_scales, kk, g, ln);
         } else {
 #pragma unroll
           for (int e = 0; e < 4; ++e) ps[i][e] = a[i][e];
@@ -343,7 +354,11 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
   const int split = blockIdx.y, num_splits = gridDim.y, bt = blockIdx.z;
   const Lane ln;
   if (!PDL_COMBINE && num_splits > 1) note_started(p, bt);  // first: the combine counts the started blocks
+{% if v4_op == "true" %}
+  const Lists slots = block_lists(p, bt);  // its lists joined
+{% else %}
   const int* slots = index_row(p, bt);
+{% endif %}
 
   // q: this warp's A fragments of its k steps in registers, or the block's rows in shared memory
   // (padding rows are zeros).
@@ -364,7 +379,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
         for (int kk = 0; kk < WARP_K; ++kk)
 #pragma unroll
           for (int half = 0; half < 2; ++half) {
-            const bool inside = r < ROWS && k_step(kk, ln.cg) < K_STEPS;
+            const bool inside = row_real(r) && k_step(kk, ln.cg) < K_STEPS;
             const unsigned* at = kk < WARP_LATENT ? latent + 8 * kk : rope + 8 * COL_GROUPS * (kk - WARP_LATENT);
             qf[i][kk][h + 2 * half] = inside ? __ldg(at + 4 * half) : 0u;
           }
@@ -373,7 +388,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
     for (int idx = threadIdx.x; idx < M_TILES * 16 * CHUNKS; idx += NUM_THREADS) {
       const int r = idx / CHUNKS, c = idx % CHUNKS;
       uint4 v = make_uint4(0u, 0u, 0u, 0u);
-      if (r < ROWS) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, bt, r) + c * 8));
+      if (row_real(r)) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, bt, r) + c * 8));
       *reinterpret_cast<uint4*>(q_s + r * ROW_ELEMS + c * 8) = v;
     }
   }
@@ -451,7 +466,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
       kgen::cp_async_commit();
       slot = fetch_slot(slots, begin + (next + 1) * BLOCK_N, end);  // used an iteration from now
       const T* tile;
-      if constexpr (KV_FORMAT == KV_FP8) {
+      if constexpr (KV_FP8) {
         dequantize_stage(stages + stage * STAGE_BYTES, tiles, scales_s);
         __syncthreads();  // the 16-bit tile is whole
         tile = tiles;
@@ -478,8 +493,11 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       const int r = frag_row(ln.rg, i, h, ln.g);
-      if (r >= ROWS) continue;
-      const Finish fin(SPLIT_SOFTMAX ? alpha_s[r] : st.m[i][h], SPLIT_SOFTMAX ? l_s[r] : sum, range.poisoned);
+      if (!row_real(r)) continue;
+      Finish fin(SPLIT_SOFTMAX ? alpha_s[r] : st.m[i][h], SPLIT_SOFTMAX ? l_s[r] : sum, range.poisoned);
+{% if v4_op == "true" %}
+      if (num_splits == 1) fin.scale *= sink_factor(p, r, fin.lse());  // else the merge applies it
+{% endif %}
       write_row(p, bt, r, slot_base, num_splits, fin, o[i], h, ln);
     }
   if constexpr (PDL_COMBINE) {

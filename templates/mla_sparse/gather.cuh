@@ -1,16 +1,17 @@
 // Gathering BLOCK_N cache rows by slot into shared memory, and turning fp8 rows into the 16-bit
-// rows ldmatrix reads.
+// rows ldmatrix reads. The fp8 row's layout is the cache format's (the constants of the format
+// row, kgen.mla.kv_format): E4M3_DIMS e4m3 values, their scales (inline at TOKEN_SCALES, or in
+// the page's scale rows after its payload rows), BF16_DIMS bfloat16 values at ROPE_OFFSET.
 //
 // An e4m3 value is exact in float16 and bfloat16 (3 mantissa bits, exponents 2^-9 to 2^8), so the
-// 16-bit tile holds the fp8 values exactly, unscaled, and each row's 4 float32 scales go beside it
-// (row_scales: BLOCK_N x 4 floats). The scales are applied in float32 where the products are
-// formed: per scale group of the partial scores, and to P before P.V (kernel). Rounding e4m3 x
-// scale to 16 bits instead would cost a relative 2^-9 on every score, which huge logits turn into
-// an lse error far over the tolerance.
+// 16-bit tile holds the fp8 values exactly, unscaled, and each row's SCALE_GROUPS scales go beside
+// it as float32 (row_scales: BLOCK_N x SCALE_GROUPS floats; a UE8M0 scale is a power of two). The
+// scales are applied in float32 where the products are formed: per scale group of the partial
+// scores, and to P before P.V (kernel). Rounding e4m3 x scale to 16 bits instead would cost a
+// relative 2^-9 on every score, which huge logits turn into an lse error far over the tolerance.
 //
-// A 16-bit tile row is the cached row (576 values) padded to an odd number of 16-byte chunks, so
-// ldmatrix's eight row addresses hit distinct banks. An fp8 cache row (kgen.mla.sparse.fp8) is
-// 656 bytes: 512 e4m3 values, 4 float32 scales (one per 128 values), 64 bf16 rope values.
+// A 16-bit tile row is the cached row (HEAD_DIM values) padded to an odd number of 16-byte
+// chunks, so ldmatrix's eight row addresses hit distinct banks.
 //
 // Every row of a tile is gathered by LOAD_THREADS_PER_ROW threads, GATHER_BYTES per instruction.
 // A masked row (slot -1, or past the split's end) reads nothing and holds zeros, so its V adds
@@ -23,21 +24,22 @@ constexpr int CHUNKS = HEAD_DIM / 8;                          // 16-byte chunks 
 constexpr int TILE_ROW_CHUNKS = CHUNKS % 2 ? CHUNKS : CHUNKS + 1;
 constexpr int ROW_ELEMS = TILE_ROW_CHUNKS * 8;                // one row of a 16-bit tile
 constexpr int TILE_ELEMS = BLOCK_N * ROW_ELEMS;
-constexpr int FP8_ROW_BYTES = LATENT_DIM + 16 + ROPE_DIM * 2;  // 656
-constexpr int FP8_SCALES = LATENT_DIM;                        // byte offsets in an fp8 row
-constexpr int FP8_ROPE = LATENT_DIM + 16;
-constexpr int SCALE_GROUP = 128;                              // latent values per scale
-// What one gathered row takes: its bytes in the cache and in a pipeline stage.
-constexpr int CACHE_ROW_BYTES = KV_FORMAT == KV_FP8 ? FP8_ROW_BYTES : HEAD_DIM * 2;
-constexpr int STAGE_ROW_BYTES = KV_FORMAT == KV_FP8 ? FP8_ROW_BYTES : ROW_ELEMS * 2;
+constexpr int SCALE_GROUPS = KV_FP8 ? E4M3_DIMS / SCALE_GROUP : 0;  // scales a row; bf16 values have none
+// What one gathered row takes: its bytes in the cache and in a pipeline stage (an fp8 stage row:
+// the token's row, then with SCALES_PAGE its scale row).
+constexpr int CACHE_ROW_BYTES = KV_FP8 ? ROW_BYTES : HEAD_DIM * 2;
+constexpr int STAGE_ROW_BYTES = KV_FP8 ? FP8_STAGE_ROW : ROW_ELEMS * 2;
+constexpr int STAGE_SCALES = SCALES_AT == SCALES_PAGE ? ROW_BYTES : TOKEN_SCALES;  // in a stage row
 constexpr int STAGE_BYTES = BLOCK_N * STAGE_ROW_BYTES;
 constexpr int LOAD_THREADS_PER_ROW = NUM_THREADS / BLOCK_N;
 
 static_assert(sizeof(T) == 2, "the sparse family takes 16-bit q");
-static_assert(LATENT_DIM == 512 && ROPE_DIM == 64, "the fp8 row layout is fixed");
+static_assert(!KV_FP8 || E4M3_DIMS + BF16_DIMS == HEAD_DIM, "an fp8 row holds every dim");
+static_assert(!KV_FP8 || E4M3_DIMS % SCALE_GROUP == 0, "whole scale groups");
+static_assert(SCALES_AT != SCALES_PAGE || SCALE_ROW_BYTES == 8, "a page's scale rows: 8 bytes a token");
 static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 64, "BLOCK_N: a multiple of 16, at most 64");
 static_assert(NUM_THREADS % BLOCK_N == 0, "every row of a tile is gathered by as many threads");
-static_assert(CACHE_ROW_BYTES % GATHER_BYTES == 0 && FP8_ROPE % GATHER_BYTES == 0, "gather width");
+static_assert(CACHE_ROW_BYTES % GATHER_BYTES == 0 && ROPE_OFFSET % GATHER_BYTES == 0, "gather width");
 
 using Mma = kgen::MmaType<T>;
 
@@ -51,13 +53,61 @@ __device__ __forceinline__ int fetch_slot(const int* slots, int start, int end) 
   return n < end ? __ldg(slots + n) : -1;
 }
 
+// The same of the V4 op's joined lists (Lists: a second cache's slot s as main_slots + s).
+__device__ __forceinline__ int fetch_slot(const Lists& l, int start, int end) {
+  const int n = start + load_row();
+  if (n >= end) return -1;
+  if (n < l.n_main) return __ldg(l.main + n);
+  const int s = __ldg(l.extra + (n - l.n_main));
+  return s < 0 ? s : static_cast<int>(s + l.main_slots);
+}
+
+// The row of a slot (the V4 op's second cache past the main cache's slots). A cache's row
+// stride is the tensor's; with SCALES_PAGE it is the payload row's, ROW_BYTES (the runner's).
 __device__ __forceinline__ const unsigned char* cache_row(const Params& p, int slot) {
+{% if has_extra == "true" %}
+  if (slot >= p.num_slots) {
+    const int s = slot - static_cast<int>(p.num_slots);
+    return p.extra_kv + (s / EXTRA_PAGE_SIZE) * p.extra_kv_sp + (s % EXTRA_PAGE_SIZE) * p.extra_kv_sr;
+  }
+{% endif %}
   const int page = slot / PAGE_SIZE, offset = slot % PAGE_SIZE;
   return p.kv + page * p.kv_sp + offset * p.kv_sr;
 }
 
+// The scales of the row of `slot` at `row`: inline, or the token's scale row after its page's
+// payload rows.
+__device__ __forceinline__ const unsigned char* scales_at(const Params& p, int slot, const unsigned char* row) {
+  if constexpr (SCALES_AT == SCALES_PAGE) {
+{% if has_extra == "true" %}
+    if (slot >= p.num_slots) {
+      const int offset = (slot - static_cast<int>(p.num_slots)) % EXTRA_PAGE_SIZE;
+      return row + (EXTRA_PAGE_SIZE - offset) * ROW_BYTES + offset * SCALE_ROW_BYTES;
+    }
+{% endif %}
+    const int offset = slot % PAGE_SIZE;
+    return row + (PAGE_SIZE - offset) * ROW_BYTES + offset * SCALE_ROW_BYTES;
+  } else {
+    return row + TOKEN_SCALES;
+  }
+}
+
+// Scale g of a row's scales as a float: a float32, or a UE8M0 byte (2^(b - 127); 255: NaN).
+__device__ __forceinline__ float ue8m0(unsigned b) {
+  return b == 255u ? CUDART_NAN_F : b == 0u ? __uint_as_float(0x00400000u) : __uint_as_float(b << 23);
+}
+__device__ __forceinline__ float load_scale(const unsigned char* scales, int g) {
+  if constexpr (SCALE_KIND == SCALE_F32) return __ldg(reinterpret_cast<const float*>(scales) + g);
+  else return ue8m0(__ldg(scales + g));
+}
+__device__ __forceinline__ float stage_scale(const unsigned char* scales, int g) {
+  if constexpr (SCALE_KIND == SCALE_F32) return reinterpret_cast<const float*>(scales)[g];
+  else return ue8m0(scales[g]);
+}
+
 // Issue the gather of this thread's row (cache slot `slot`, -1: zeros) into a pipeline stage, as
-// the cached bytes are (fp8 rows whole, 16-bit rows into padded tile rows).
+// the cached bytes are (fp8 rows whole, with SCALES_PAGE their scale row after them; 16-bit rows
+// into padded tile rows).
 __device__ __forceinline__ void gather_row(const Params& p, int slot, unsigned char* stage) {
   constexpr int PIECES = CACHE_ROW_BYTES / GATHER_BYTES;
   constexpr int ITEMS = (PIECES + LOAD_THREADS_PER_ROW - 1) / LOAD_THREADS_PER_ROW;
@@ -69,9 +119,11 @@ __device__ __forceinline__ void gather_row(const Params& p, int slot, unsigned c
     if (PIECES % LOAD_THREADS_PER_ROW == 0 || piece < PIECES)
       kgen::cp_async_or_zeros<GATHER_BYTES>(dst + piece * GATHER_BYTES, src + piece * GATHER_BYTES, slot < 0);
   }
+  if constexpr (KV_FP8 && SCALES_AT == SCALES_PAGE) {
+    if (load_lane() == LOAD_THREADS_PER_ROW - 1)
+      kgen::cp_async_or_zeros<SCALE_ROW_BYTES>(dst + ROW_BYTES, slot >= 0 ? scales_at(p, slot, src) : p.kv, slot < 0);
+  }
 }
-
-constexpr int SCALE_GROUPS = LATENT_DIM / SCALE_GROUP;  // 4 scales per row; rope has none
 
 constexpr bool T_IS_BF16 = Mma::EXPONENT == 0x7f80;
 
@@ -110,33 +162,40 @@ __device__ __forceinline__ W rope_words(W w) {
 
 // dequant='shared': a stage of raw fp8 rows -> the 16-bit tile and its rows' scales, block-wide.
 __device__ __forceinline__ void dequantize_stage(const unsigned char* stage, T* tile, float* row_scales) {
-  constexpr int LATENT_CHUNKS = LATENT_DIM / 8;  // 8 e4m3 values -> one 16-byte chunk
-  if (threadIdx.x < BLOCK_N) {
-    *reinterpret_cast<float4*>(row_scales + threadIdx.x * SCALE_GROUPS) =
-        *reinterpret_cast<const float4*>(stage + threadIdx.x * FP8_ROW_BYTES + FP8_SCALES);
+  constexpr int E4M3_CHUNKS = E4M3_DIMS / 8;  // 8 e4m3 values -> one 16-byte chunk
+  if constexpr (SCALE_KIND == SCALE_F32 && SCALE_GROUPS == 4 && STAGE_SCALES % 16 == 0) {
+    if (threadIdx.x < BLOCK_N) {
+      *reinterpret_cast<float4*>(row_scales + threadIdx.x * SCALE_GROUPS) =
+          *reinterpret_cast<const float4*>(stage + threadIdx.x * STAGE_ROW_BYTES + STAGE_SCALES);
+    }
+  } else {
+    for (int idx = threadIdx.x; idx < BLOCK_N * SCALE_GROUPS; idx += NUM_THREADS) {
+      const int n = idx / SCALE_GROUPS, g = idx % SCALE_GROUPS;
+      row_scales[idx] = stage_scale(stage + n * STAGE_ROW_BYTES + STAGE_SCALES, g);
+    }
   }
   for (int idx = threadIdx.x; idx < BLOCK_N * CHUNKS; idx += NUM_THREADS) {
     const int n = idx / CHUNKS, c = idx % CHUNKS;
-    const unsigned char* row = stage + n * FP8_ROW_BYTES;
+    const unsigned char* row = stage + n * STAGE_ROW_BYTES;
     uint4 v;
-    if (c < LATENT_CHUNKS) {
+    if (c < E4M3_CHUNKS) {
       const uint2 w = *reinterpret_cast<const uint2*>(row + c * 8);
       const uint2 lo = widen_quad(w.x), hi = widen_quad(w.y);
       v = make_uint4(lo.x, lo.y, hi.x, hi.y);
     } else {
-      v = rope_words(*reinterpret_cast<const uint4*>(row + FP8_ROPE + (c - LATENT_CHUNKS) * 16));
+      v = rope_words(*reinterpret_cast<const uint4*>(row + ROPE_OFFSET + (c - E4M3_CHUNKS) * 16));
     }
     *reinterpret_cast<uint4*>(tile + n * ROW_ELEMS + c * 8) = v;
   }
 }
 
 // dequant='registers': this thread's pieces of its row held in registers between the global loads
-// and the store of their 16-bit values (a tile ahead of the compute that reads them). A latent
+// and the store of their 16-bit values (a tile ahead of the compute that reads them). An e4m3
 // piece carries its group's scale; the first piece of a group stores it into row_scales.
 struct HeldRow {
-  static constexpr int LATENT_PIECES = LATENT_DIM / GATHER_BYTES;
-  static constexpr int PIECES = LATENT_PIECES + ROPE_DIM * 2 / GATHER_BYTES;
-  static constexpr int ITEMS = (PIECES + LOAD_THREADS_PER_ROW - 1) / LOAD_THREADS_PER_ROW;
+  static constexpr int LATENT_PIECES = E4M3_DIMS / GATHER_BYTES;
+  static constexpr int PIECES = LATENT_PIECES + BF16_DIMS * 2 / GATHER_BYTES;
+  static constexpr int ITEMS = KV_FP8 ? (PIECES + LOAD_THREADS_PER_ROW - 1) / LOAD_THREADS_PER_ROW : 1;
   using Word = typename kgen::Raw<GATHER_BYTES>::type;
   Word words[ITEMS];
   float scales[ITEMS];
@@ -151,9 +210,9 @@ struct HeldRow {
       if (row != nullptr && (PIECES % LOAD_THREADS_PER_ROW == 0 || piece < PIECES)) {
         if (piece < LATENT_PIECES) {
           words[j] = __ldg(reinterpret_cast<const Word*>(row + piece * GATHER_BYTES));
-          scales[j] = __ldg(reinterpret_cast<const float*>(row + FP8_SCALES + (piece * GATHER_BYTES / SCALE_GROUP) * 4));
+          scales[j] = load_scale(scales_at(p, slot, row), piece * GATHER_BYTES / SCALE_GROUP);
         } else {
-          words[j] = __ldg(reinterpret_cast<const Word*>(row + FP8_ROPE + (piece - LATENT_PIECES) * GATHER_BYTES));
+          words[j] = __ldg(reinterpret_cast<const Word*>(row + ROPE_OFFSET + (piece - LATENT_PIECES) * GATHER_BYTES));
         }
       }
     }
@@ -173,7 +232,7 @@ struct HeldRow {
         if (piece * GATHER_BYTES % SCALE_GROUP == 0)
           row_scales[load_row() * SCALE_GROUPS + piece * GATHER_BYTES / SCALE_GROUP] = scales[j];
       } else {
-        *reinterpret_cast<Word*>(dst + LATENT_DIM + (piece - LATENT_PIECES) * GATHER_BYTES / 2) = rope_words(words[j]);
+        *reinterpret_cast<Word*>(dst + E4M3_DIMS + (piece - LATENT_PIECES) * GATHER_BYTES / 2) = rope_words(words[j]);
       }
     }
   }

@@ -3,7 +3,9 @@ so it respects the arch's shared memory and register file.
 
 Candidates: each of PIPELINES that the cache format takes, best first, with the most heads per
 block up to two m16 tiles (a gathered tile serves them all), then fewer, never fewer than 16
-where there are 16 (a padded m16 tile); 8 warps past 16 heads. Of those the layout model takes,
+where there are 16 (a padded m16 tile); 8 warps past 16 heads. Head counts that divide H come
+first; where none does (H = 37: no divisor in 16..32), the fewest head groups of two m16 tiles
+at most, as even as they go (19 + 18), the last one ragged. Of those the layout model takes,
 PREFERENCES keep in turn the ones each holds for (where it holds for any), and the first left
 is the block; then as many splits of the top-k list as one wave of blocks holds, the PDL merge
 wherever the arch has it, and the split softmax where a split holds SPLIT_SOFTMAX_TILES tiles.
@@ -29,14 +31,14 @@ MIN_TILES_PER_SPLIT = 2  # shorter splits cost more in pipeline fill and merge t
 SPLIT_LIMIT = 64  # the default's own cap (kgen.mla.spec.MAX_SPLITS bounds any config)
 SPLIT_SOFTMAX_TILES = 4  # tiles per split from which the split softmax pays for its barrier
 
-# (dequant, smem_stages, block_n, the cache formats it serves), best first; min_blocks 1 for all
-# (docs/decisions.md: register dequantization; sparse min_blocks)
+# (dequant, smem_stages, block_n, the caches it serves: fp8 and/or 16-bit), best first;
+# min_blocks 1 for all (docs/decisions.md: register dequantization; sparse min_blocks)
 PIPELINES = (
     ("registers", 2, 32, ("fp8",)),
     ("registers", 2, 16, ("fp8",)),
-    ("shared", 4, 16, ("fp8", "bf16")),
-    ("shared", 3, 16, ("fp8", "bf16")),
-    ("shared", 2, 16, ("fp8", "bf16")),
+    ("shared", 4, 16, ("fp8", "16-bit")),
+    ("shared", 3, 16, ("fp8", "16-bit")),
+    ("shared", 2, 16, ("fp8", "16-bit")),
 )
 
 
@@ -57,11 +59,18 @@ class Facts:
 
     def blocks(self, config: SparseConfig) -> int:
         """Blocks of one split: one per query token and head group."""
-        return max(1, self.batch * self.spec.q_len * (self.spec.heads // config.heads_per_block))
+        groups = -(-self.spec.heads // config.heads_per_block)
+        return max(1, self.batch * self.spec.q_len * groups)
 
     def most_splits(self, config: SparseConfig) -> int:
-        """Splits of the top-k list with MIN_TILES_PER_SPLIT tiles each (at least one split)."""
-        return max(1, math.ceil(self.spec.topk / config.block_n) // MIN_TILES_PER_SPLIT)
+        """Splits of the list (both lists, joined) with MIN_TILES_PER_SPLIT tiles each (at least
+        one split)."""
+        return max(1, math.ceil(entries(self.spec) / config.block_n) // MIN_TILES_PER_SPLIT)
+
+
+def entries(spec: SparseSpec) -> int:
+    """Entries of a query row's list: its top-k, and the second cache's where there is one."""
+    return spec.topk + spec.extra_topk
 
 
 @dataclass(frozen=True)
@@ -91,8 +100,12 @@ def _candidates(spec: SparseSpec):
     least = min(16, spec.heads)  # a padded m16 tile only where there are fewer than 16 heads
     divisors = [d for d in range(spec.heads, least - 1, -1) if spec.heads % d == 0]
     head_counts = [d for d in divisors if math.ceil(d / 16) <= MAX_M_TILES]
+    if not head_counts:  # ragged: the fewest groups of at most two m16 tiles, even
+        groups = math.ceil(spec.heads / (16 * MAX_M_TILES))
+        head_counts = [math.ceil(spec.heads / groups)]
+    kind = "fp8" if spec.format.quantized else "16-bit"
     for dequant, stages, block_n, formats in PIPELINES:
-        if spec.kv_format not in formats:
+        if kind not in formats:
             continue
         for hpb in head_counts:
             yield SparseConfig(
@@ -130,11 +143,11 @@ def default_sparse_config(spec: SparseSpec, batch: int, arch: Arch, sm_count: in
     if (
         2 * blocks * most < sm_count
     ):  # one-tile splits, not idle SMs (docs/decisions.md: small batches)
-        most = math.ceil(spec.topk / config.block_n)
+        most = math.ceil(entries(spec) / config.block_n)
     splits = min(most, max(1, wave // blocks), SPLIT_LIMIT)
     # the merge in a kernel of its own where the arch has it (docs/decisions.md: sparse pdl merge)
     config = replace(config, kv_splits=splits, merge="pdl" if arch.has_pdl else "fused")
-    tiles = math.ceil(math.ceil(spec.topk / config.block_n) / splits)
+    tiles = math.ceil(math.ceil(entries(spec) / config.block_n) / splits)
     if tiles >= SPLIT_SOFTMAX_TILES:  # (docs/decisions.md: sparse split softmax)
         split = replace(config, softmax="split")
         try:

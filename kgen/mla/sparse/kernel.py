@@ -21,14 +21,16 @@ class SparseKernel(CompiledKernel):
         out=None,
         lse=None,
         validate: bool = False,
+        **lists,
     ):
         """out [B, T, H, 512] (q's dtype) and lse [B, T, H] (float32, natural log): attention of
         each query row over the cache slots its row of `indices` lists (see
-        kgen.mla.sparse_attention). A plan for this call's batch is made on first use and kept."""
+        kgen.mla.sparse_attention; `lists`: the V4 op's lengths, sink and second cache, as
+        runner.run takes them). A plan for this call's batch is made on first use and kept."""
         from kgen.mla.sparse.runner import SparseRunner
 
         runner = SparseRunner.cached(self, q, scale)
-        return runner.run(q, kv_cache, indices, out=out, lse=lse, validate=validate)
+        return runner.run(q, kv_cache, indices, out=out, lse=lse, validate=validate, **lists)
 
     def runner(self, batch: int, device: int, scale: float | None = None):
         """A SparseRunner of this kernel for `batch` sequences on CUDA device `device`

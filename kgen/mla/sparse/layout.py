@@ -20,7 +20,6 @@ from kgen.mla.layout_rules import (
     split_softmax_smem,
 )
 from kgen.mla.rules import SPARSE, refuse_broken
-from kgen.mla.sparse import fp8
 from kgen.mla.sparse.spec import SparseConfig, SparseSpec
 
 Q_REGISTER_LIMIT = 40  # q fragments a warp keeps in registers; beyond, q lives in shared memory
@@ -49,7 +48,7 @@ class SparseLayout:
     score_bytes: int
     softmax_bytes: int  # softmax="split": 16-bit P, then a rescale factor (later m) and l per row
     slot_bytes: int  # the cache slot of every row of every stage (-1: masked)
-    scale_bytes: int  # fp8: the 4 float32 scales of every row of every dequantized tile
+    scale_bytes: int  # fp8: the float32 scales of every row of every dequantized tile
     gather_items: int  # gather instructions per thread per tile
     registers_estimate: int
 
@@ -75,10 +74,25 @@ class SparseLayout:
         return max(self.main_smem, combine_smem(self.threads))
 
 
+def run_dims(spec: SparseSpec) -> int:
+    """The dims of q.K dealt to a row group's warps in runs (templates/mla_sparse/attention.cuh):
+    the e4m3 dims of an fp8 format, else V's 512."""
+    return spec.format.e4m3_dims or spec.latent_dim
+
+
+def stage_row(spec: SparseSpec) -> int:
+    """Bytes of one raw fp8 row in a gather stage: the token's row, then (scales per page) its
+    scale row, padded to 16 bytes."""
+    fmt = spec.format
+    extra = fmt.scale_row_bytes if fmt.scales_at == "page" else 0
+    return -(-(fmt.row_bytes + extra) // 16) * 16
+
+
 def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> SparseLayout:
     refuse = refuser(spec, config, arch, SparseConfigError)
 
-    fp8_cache = spec.kv_format == "fp8"
+    fmt = spec.format
+    fp8_cache = fmt.quantized
     refuse_broken(spec, config, SPARSE, refuse)
     threads = config.num_warps * 32
     if threads > arch.max_threads_per_block:
@@ -95,9 +109,16 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
     cols = config.col_groups
     rows = config.heads_per_block
     m_tiles, row_groups, warp_m = mma_warp_grid(spec.latent_dim, config, rows, refuse)
+    if run_dims(spec) // 16 % cols:
+        refuse(
+            "col_groups",
+            f"must divide the {run_dims(spec) // 16} k steps of the {run_dims(spec)} "
+            f"{'quantized ' if fp8_cache else ''}dims of {spec.kv_format!r} (they are split "
+            "evenly among a row group's warps)",
+        )
 
     tile_row_bytes = padded_row_bytes(spec.head_dim)
-    stage_row_bytes = fp8.TOKEN_BYTES if fp8_cache else tile_row_bytes
+    stage_row_bytes = stage_row(spec) if fp8_cache else tile_row_bytes
     q_registers = warp_m * math.ceil(spec.head_dim // 16 / cols) * 4
     q_in_registers = q_registers <= Q_REGISTER_LIMIT
     q_bytes = 0 if q_in_registers else m_tiles * 16 * tile_row_bytes
@@ -110,7 +131,7 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
     s_stride = block_n + (24 - block_n % 16) % 16
     score_bytes = cols * m_tiles * 16 * s_stride * 4
     slot_bytes = max(config.smem_stages, 2) * block_n * 4
-    scale_bytes = (tile_bytes // tile_row_bytes) * fp8.GROUPS * 4  # per dequantized tile row
+    scale_bytes = (tile_bytes // tile_row_bytes) * fmt.scale_groups * 4  # per dequantized tile row
     softmax_bytes = split_softmax_smem(m_tiles, block_n) if config.softmax == "split" else 0
     smem = (
         q_bytes + stage_bytes + tile_bytes + score_bytes + slot_bytes + scale_bytes + softmax_bytes
@@ -126,8 +147,10 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
         )
 
     per_row = threads // block_n
-    if config.dequant == "registers":  # latent pieces carry their scale; the scales are not copied
-        items = (spec.latent_dim + 2 * spec.rope_dim) // config.gather_bytes
+    if config.dequant == "registers":  # e4m3 pieces carry their scale; the scales are not copied
+        items = (fmt.e4m3_dims + 2 * fmt.rope_dims) // config.gather_bytes
+    elif fp8_cache:
+        items = fmt.row_bytes // config.gather_bytes + (fmt.scales_at == "page")
     else:
         items = spec.token_bytes // config.gather_bytes
     gather_items = math.ceil(items / per_row)

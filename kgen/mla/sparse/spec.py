@@ -6,11 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgen.dtypes import DTYPES
-from kgen.mla.sparse import fp8
+from kgen.mla.kv_format import FORMATS, KV_FORMATS, OUT_DIM, KvFormat
 from kgen.mla.spec import MAX_SPLITS, MERGES, SOFTMAXES, AttentionShape
 from kgen.params import Params, Renamed, accepts_former_names
 
-KV_FORMATS = ("fp8", "bf16")
 DEQUANTS = ("shared", "registers")
 GATHER_BYTES = (4, 8, 16)
 MAX_Q_LEN = 64
@@ -20,12 +19,18 @@ MAX_TOPK = 1 << 20
 @dataclass(frozen=True)
 class SparseSpec(AttentionShape, Params):
     """The op: H heads, T query tokens per sequence, each attending over the `topk` cache slots
-    its row of `indices` lists; q in `dtype` (bfloat16 or float16); the cache in `kv_format`:
-    'fp8' (uint8, 656 bytes per token: kgen.mla.sparse.fp8) or 'bf16' (the dense family's
-    16-bit cache [pages, page_size, 576], in q's dtype); `page_size` tokens per page.
+    its row of `indices` lists; q in `dtype` (bfloat16 or float16); the cache in `kv_format`, a
+    row of kgen.mla.kv_format's table: 'fp8' (DeepSeek-V3.2, 656 bytes a token) or 'bf16' (its
+    16-bit form, 576 values in q's dtype) for the V3.2 op (q and K 576 wide, V their first 512);
+    'v4_fp8' (DeepSeek-V4, 584 bytes), 'v41_fp8' (DeepSeek-V4.1, 528) or 'v4_bf16' (512 values)
+    for the V4 op (q, K and V one 512-wide vector); `page_size` tokens per page.
 
-    topk shapes the launch, not the code: one binary serves every topk (the sweep and the
-    default config look at it).
+    The V4 op also takes per-row lengths of each list, an attention sink (launch arguments) and
+    a second cache: `extra_page_size` tokens per page (0: none), `extra_topk` entries per row in
+    its list, under the same softmax.
+
+    topk and extra_topk shape the launch, not the code: one binary serves every value (the
+    sweep and the default config look at them).
     """
 
     heads: int
@@ -34,6 +39,8 @@ class SparseSpec(AttentionShape, Params):
     kv_format: str = "fp8"
     page_size: int = 64
     dtype: str = "bfloat16"
+    extra_topk: int = 0
+    extra_page_size: int = 0
 
     def __post_init__(self):
         self._require_int("heads", 1, 1024)
@@ -42,18 +49,63 @@ class SparseSpec(AttentionShape, Params):
         self._require_choice("kv_format", KV_FORMATS)
         self._require_int("page_size", 1, 1 << 20)
         self._require_choice("dtype", ("bfloat16", "float16"))
+        self._require_int("extra_topk", 0, MAX_TOPK)
+        self._require_int("extra_page_size", 0, 1 << 20)
+        self._require(
+            (self.extra_topk > 0) == (self.extra_page_size > 0),
+            "extra_topk",
+            f"a second cache has both extra_topk and extra_page_size > 0, none has both 0 "
+            f"(extra_page_size={self.extra_page_size})",
+        )
+        self._require(
+            self.extra_topk == 0 or self.v4_op,
+            "extra_topk",
+            f"a second cache is the V4 op's (a 512-wide kv_format), not {self.kv_format!r}'s",
+        )
 
-    latent_dim = fp8.LATENT_DIM
-    rope_dim = fp8.ROPE_DIM
+    latent_dim = OUT_DIM  # V: the first 512 values of a cached token
+
+    @property
+    def format(self) -> KvFormat:
+        return FORMATS[self.kv_format]
+
+    @property
+    def head_dim(self) -> int:
+        """The width of q and of a cached token: 576 (the V3.2 op) or 512 (the V4 op)."""
+        return self.format.head_dim
+
+    @property
+    def rope_dim(self) -> int:
+        """The dims of q and K that V has not (the V3.2 op's 64 rope dims; none for V4)."""
+        return self.head_dim - self.latent_dim
+
+    @property
+    def v4_op(self) -> bool:
+        """DeepSeek-V4's op: K = V (512 wide), with lengths, a sink and a second cache."""
+        return self.head_dim == OUT_DIM
+
+    @property
+    def has_extra(self) -> bool:
+        return self.extra_page_size > 0
 
     @property
     def token_bytes(self) -> int:
-        """Bytes one cached token takes: 656 (fp8) or 1152 (16-bit)."""
-        return fp8.TOKEN_BYTES if self.kv_format == "fp8" else self.head_dim * self.elem_bytes
+        """Bytes one cached token takes: the fp8 format's (656, 584, 528), or 2 per value."""
+        f = self.format
+        return f.token_bytes if f.quantized else self.head_dim * self.elem_bytes
+
+    def to_dict(self) -> dict:
+        """The fields; a spec without a second cache leaves its two fields out, so its key (and
+        the tuning entries keyed by it) is what it was before they existed."""
+        d = super().to_dict()
+        if not self.has_extra:
+            del d["extra_topk"], d["extra_page_size"]
+        return d
 
     def short_name(self) -> str:
         dt = DTYPES[self.dtype].short
-        return f"sparse_{dt}_{self.kv_format}_h{self.heads}_t{self.q_len}_p{self.page_size}"
+        extra = f"_x{self.extra_page_size}" if self.has_extra else ""
+        return f"sparse_{dt}_{self.kv_format}_h{self.heads}_t{self.q_len}_p{self.page_size}{extra}"
 
 
 @accepts_former_names

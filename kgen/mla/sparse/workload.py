@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kgen.mla.sparse.fp8 import quantize_fp8
+from kgen.mla.fp8 import quantize_fp8
 from kgen.mla.sparse.spec import SparseSpec
 
 NEVER_LISTED = 1e4  # cache rows no index lists hold this: reading one shows in the result
@@ -15,10 +15,16 @@ NEVER_LISTED = 1e4  # cache rows no index lists hold this: reading one shows in 
 @dataclass
 class SparseWorkload:
     spec: SparseSpec
-    q: torch.Tensor  # [B, T, H, 576]
-    kv_cache: torch.Tensor  # uint8 [pages, page_size, 656] (fp8) or [pages, page_size, 576]
+    q: torch.Tensor  # [B, T, H, D]
+    kv_cache: torch.Tensor  # uint8 [pages, page_size, token_bytes] (fp8) or [pages, page_size, D]
     indices: torch.Tensor  # int32 [B, T, topk]
     scale: float
+    # The V4 op's keyword arguments (kgen.mla.sparse_attention), None where not given
+    topk_length: torch.Tensor | None = None
+    attn_sink: torch.Tensor | None = None
+    extra_kv_cache: torch.Tensor | None = None
+    extra_indices: torch.Tensor | None = None
+    extra_topk_length: torch.Tensor | None = None
 
     @property
     def batch(self) -> int:
@@ -26,6 +32,26 @@ class SparseWorkload:
 
     def args(self) -> tuple:
         return (self.q, self.kv_cache, self.indices, self.scale)
+
+    def extras(self) -> dict:
+        """The V4 op's keyword arguments that are given (none for the V3.2 op)."""
+        names = ("topk_length", "attn_sink", "extra_kv_cache", "extra_indices", "extra_topk_length")
+        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+
+    def listed(self) -> int:
+        """Entries the call reads: those >= 0 within each row's length, of both lists."""
+        lists = [(self.indices, self.topk_length)]
+        if self.extra_indices is not None:
+            lists.append((self.extra_indices, self.extra_topk_length))
+        total = 0
+        for indices, lengths in lists:
+            valid = indices >= 0
+            if lengths is not None:
+                per_row = lengths if lengths.dim() == 2 else lengths[:, None]
+                position = torch.arange(indices.shape[2], device=indices.device)
+                valid &= position < per_row[..., None]
+            total += int(valid.sum())
+        return total
 
     def poisoned_outputs(self) -> tuple[torch.Tensor, torch.Tensor]:
         """out and lse filled with NaN: after a call, any unwritten element shows."""
@@ -35,13 +61,14 @@ class SparseWorkload:
         return out, torch.full(shape, nan, dtype=torch.float32, device=self.q.device)
 
     def gathered_bytes(self) -> int:
-        """Cache bytes one call gathers: every listed entry (holes aside) once per query row."""
-        return int((self.indices >= 0).sum()) * self.spec.token_bytes
+        """Cache bytes one call gathers: every listed entry (holes aside) once per query row, of
+        both lists (the two caches are of one format)."""
+        return self.listed() * self.spec.token_bytes
 
     def flops(self) -> int:
-        """2 * (D + Dl) * H * listed entries."""
+        """2 * (D + Dl) * H * listed entries (q.K over D values, P.V over Dl)."""
         spec = self.spec
-        return 2 * (spec.head_dim + spec.latent_dim) * spec.heads * int((self.indices >= 0).sum())
+        return 2 * (spec.head_dim + spec.latent_dim) * spec.heads * self.listed()
 
 
 def make_sparse_workload(

@@ -1,0 +1,183 @@
+"""fp8 latent caches made from 16- or 32-bit ones, and read back, in any fp8 format of the format
+table (kgen.mla.kv_format: where each byte of a token and of a page goes).
+
+quantize_fp8 picks each group's scale from the amax of its finite values:
+
+  float32 scales ("fp8", DeepSeek-V3.2): scale = amax / 448, floored at the smallest normal float32
+    (SCALE_FLOOR) so an all-zero group stores zeros with a finite, nonzero scale;
+  UE8M0 scales ("v4_fp8", "v41_fp8"): scale = 2^ceil(log2(max(amax / 448, 1e-4))), FlashMLA's
+    MODEL1 rule, with amax / 448 and 1e-4 as float32 values and the ceiling of the exact base-2
+    logarithm (taken from the float's bits: exponent, plus one unless the mantissa is zero).
+
+Each value is then value / scale rounded to e4m3 (to nearest even; at most 448 by construction).
+Every step is exactly rounded (the divisions in float64, rounded once to float32, which equals the
+float32 quotient), so CPU and CUDA write the same bytes. For bf16 and fp16 sources the v4_fp8
+bytes equal those of FlashMLA's MODEL1 quantizer (tests/quant.py) wherever that one defines them;
+this one also zeroes the pad byte of each scale row and the page padding, which FlashMLA leaves
+uninitialized. (For float32 sources FlashMLA's float32 log2 can round a quotient a few ulps above
+a power of two down onto it and pick half the scale; this module takes the exact ceiling.)
+
+Non-finite source values become e4m3 NaN without touching the rest of their group (their group's
+scale comes from its finite values; FlashMLA's quantizer makes the whole group's scale NaN);
+rope values keep theirs (bfloat16 has Inf and NaN).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kgen.mla.kv_format import E4M3_MAX, FORMATS, KvFormat, fp8_format_of_width
+
+if TYPE_CHECKING:  # torch is imported where a cache is made or read: building kernels needs none
+    import torch
+
+SCALE_FLOOR = 2.0**-126  # the smallest normal float32 (torch.finfo(torch.float32).tiny)
+UE8M0_FLOOR = 1e-4  # as a float32: the least amax / 448 a UE8M0 scale is taken from
+SOURCE_DTYPES = ("float32", "float16", "bfloat16")  # torch dtype names quantize_fp8 takes
+# The V3.2 format's layout, for code that names it
+LATENT_DIM, ROPE_DIM = 512, 64
+TOKEN_BYTES = FORMATS["fp8"].token_bytes  # 656
+
+
+class Fp8CacheError(ValueError):
+    """A tensor is not a cache quantize_fp8 takes, or not one it makes."""
+
+
+def _fp8_format(name: str) -> KvFormat:
+    fmt = FORMATS.get(name)
+    if fmt is None or not fmt.quantized:
+        fp8 = tuple(n for n, f in FORMATS.items() if f.quantized)
+        raise Fp8CacheError(f"format={name!r}: must be one of the fp8 formats {fp8}")
+    return fmt
+
+
+def _divide(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
+    """float32 num / den, exactly rounded on every device: the float64 quotient (53 bits: its
+    rounding to float32 is the float32 quotient's) of two tensors (a CUDA division by a Python
+    scalar multiplies by its reciprocal instead)."""
+    import torch
+
+    return (num.double() / den.double()).to(torch.float32)
+
+
+def _scales(amax: torch.Tensor, fmt: KvFormat) -> tuple[torch.Tensor, torch.Tensor]:
+    """(float32 scales, their stored bytes [..., groups, scale_bytes]) of the groups' amax."""
+    import torch
+
+    quotient = _divide(amax, torch.full_like(amax, E4M3_MAX))
+    if fmt.scale == "float32":
+        scales = torch.clamp(quotient, min=SCALE_FLOOR)
+        return scales, scales.contiguous().view(torch.uint8).reshape(*scales.shape, 4)
+    floor = torch.tensor(UE8M0_FLOOR, dtype=torch.float32, device=amax.device)
+    bits = torch.maximum(quotient, floor).view(torch.int32)  # a normal, positive float32
+    exponent = (bits >> 23) - 127 + ((bits & 0x7FFFFF) != 0).to(torch.int32)  # exact ceil(log2)
+    scales = ((exponent + 127) << 23).view(torch.float32)
+    return scales, (exponent + 127).to(torch.uint8).unsqueeze(-1)
+
+
+def quantize_fp8(kv: torch.Tensor, format: str = "fp8") -> torch.Tensor:
+    """An fp8 cache of `format` (kgen.mla.kv_format) from a bf16 / fp16 / fp32 cache
+    [pages, page_size, head_dim], on kv's device (CPU or CUDA): uint8 [pages, page_size,
+    token_bytes] ("fp8": 656, "v41_fp8": 528). For "v4_fp8" (584) it is a view of
+    [pages, page_bytes] (pages padded to a multiple of 576 bytes): its page stride is the padded
+    page, and each page holds its payload rows, then its scale rows (FlashMLA's MODEL1 layout).
+    See the module docstring for the scales."""
+    import torch
+
+    fmt = _fp8_format(format)
+    if not isinstance(kv, torch.Tensor):
+        raise Fp8CacheError(f"kv: expected a torch.Tensor, got {type(kv).__name__}")
+    if str(kv.dtype).removeprefix("torch.") not in SOURCE_DTYPES:
+        raise Fp8CacheError(f"kv: dtype must be float32, float16 or bfloat16, got {kv.dtype}")
+    if kv.dim() != 3 or kv.shape[2] != fmt.head_dim:
+        raise Fp8CacheError(
+            f"kv: expected shape [pages, page_size, {fmt.head_dim}] ({fmt.e4m3_dims} quantized "
+            f"+ {fmt.rope_dims} rope values for format={format!r}), got {tuple(kv.shape)}"
+        )
+    pages, page_size, _ = kv.shape
+    groups = fmt.scale_groups
+    values = kv[..., : fmt.e4m3_dims].float().reshape(pages, page_size, groups, fmt.group)
+    finite = torch.isfinite(values)
+    amax = torch.where(finite, values.abs(), 0.0).amax(dim=-1)  # [pages, page_size, groups]
+    scales, scale_bytes = _scales(amax, fmt)
+    scaled = torch.clamp(_divide(values, scales.unsqueeze(-1)), -E4M3_MAX, E4M3_MAX)
+    scaled = torch.where(finite, scaled, float("nan"))
+    codes = scaled.to(torch.float8_e4m3fn).view(torch.uint8).reshape(pages, page_size, -1)
+    rope = kv[..., fmt.e4m3_dims :].to(torch.bfloat16).contiguous().view(torch.uint8)
+    scale_bytes = scale_bytes.reshape(pages, page_size, -1)
+    if fmt.scales_at == "token":
+        return torch.cat((codes, scale_bytes, rope), dim=-1)
+    page_bytes = fmt.page_bytes(page_size)
+    raw = torch.zeros(pages, page_bytes, dtype=torch.uint8, device=kv.device)
+    rows_end = fmt.scale_row_offset(page_size)
+    raw[:, :rows_end] = torch.cat((codes, rope), dim=-1).reshape(pages, rows_end)
+    scale_rows = raw[:, rows_end : rows_end + page_size * fmt.scale_row_bytes]
+    scale_rows.view(pages, page_size, fmt.scale_row_bytes)[..., : scale_bytes.shape[-1]] = (
+        scale_bytes
+    )
+    return raw[:, : page_size * fmt.token_bytes].view(pages, page_size, fmt.token_bytes)
+
+
+def page_view(cache: torch.Tensor, fmt: KvFormat) -> torch.Tensor:
+    """uint8 [pages, page_size x token_bytes]: the bytes of each page of a "page"-scaled cache
+    tensor (whatever its page stride)."""
+    import torch
+
+    pages, page_size, width = cache.shape
+    if cache.stride(2) != 1 or cache.stride(1) != width or cache.stride(0) < page_size * width:
+        raise Fp8CacheError(
+            f"cache: a {fmt.name} cache is [pages, page_size, {width}] with token stride {width} "
+            f"and each page's {page_size * width} bytes together (page stride at least that), "
+            f"got strides {tuple(cache.stride())}"
+        )
+    return torch.as_strided(cache, (pages, page_size * width), (cache.stride(0), 1))
+
+
+def decode_ue8m0(raw: torch.Tensor) -> torch.Tensor:
+    """UE8M0 bytes -> float32: 2^(byte - 127) (byte 0: 2^-127, a subnormal), 255: NaN."""
+    import torch
+
+    exponent = raw.to(torch.int32)
+    value = torch.ldexp(torch.ones_like(exponent, dtype=torch.float64), exponent - 127)
+    return torch.where(exponent == 255, float("nan"), value).to(torch.float32)
+
+
+def dequantize_fp8(cache: torch.Tensor, format: str | None = None) -> torch.Tensor:
+    """float32 [pages, page_size, head_dim]: the values an fp8 cache holds (e4m3 x scale, rope).
+    `format` defaults to the fp8 format whose tokens are cache.shape[2] bytes wide."""
+    import torch
+
+    if not isinstance(cache, torch.Tensor):
+        raise Fp8CacheError(f"cache: expected a torch.Tensor, got {type(cache).__name__}")
+    fmt = _fp8_format(format) if format is not None else None
+    if cache.dim() == 3 and fmt is None:
+        fmt = fp8_format_of_width(cache.shape[2])
+    if cache.dtype != torch.uint8 or cache.dim() != 3 or fmt is None:
+        widths = sorted(f.token_bytes for f in FORMATS.values() if f.quantized)
+        raise Fp8CacheError(
+            f"cache: expected uint8 [pages, page_size, token_bytes] with token_bytes one of "
+            f"{widths}, got {cache.dtype} {tuple(cache.shape)}"
+        )
+    if cache.shape[2] != fmt.token_bytes:
+        raise Fp8CacheError(
+            f"cache: format {fmt.name!r} has {fmt.token_bytes} bytes a token, got shape "
+            f"{tuple(cache.shape)}"
+        )
+    pages, page_size, _ = cache.shape
+    if fmt.scales_at == "token":
+        rows = cache.contiguous()
+        scale_bytes = rows[..., fmt.scales_offset : fmt.rope_offset]
+    else:
+        raw = page_view(cache, fmt)
+        end = fmt.scale_row_offset(page_size)
+        rows = raw[:, :end].reshape(pages, page_size, fmt.row_bytes)
+        scale_rows = raw[:, end:].reshape(pages, page_size, fmt.scale_row_bytes)
+        scale_bytes = scale_rows[..., : fmt.scale_groups]
+    values = rows[..., : fmt.e4m3_dims].contiguous().view(torch.float8_e4m3fn).float()
+    if fmt.scale == "float32":
+        scales = scale_bytes.contiguous().view(torch.float32)
+    else:
+        scales = decode_ue8m0(scale_bytes)
+    groups = values.reshape(pages, page_size, fmt.scale_groups, fmt.group) * scales.unsqueeze(-1)
+    rope = rows[..., fmt.rope_offset :].contiguous().view(torch.bfloat16).float()
+    return torch.cat((groups.reshape(pages, page_size, fmt.e4m3_dims), rope), dim=-1)
