@@ -33,7 +33,7 @@ def call(kernel, w, **changes):
     "name, change, message",
     [
         ("q", lambda w: w.q.float(), r"q: expected dtype torch.bfloat16"),
-        ("q", lambda w: w.q[:, :1], r"q: expected shape \[B, 2, 4, 576\]"),
+        ("q", lambda w: w.q[:, :1], r"q: expected shape \[2, 2, 4, 576\]"),
         ("q", lambda w: w.q.cpu(), r"q: expected a CUDA tensor"),
         (
             "q",
@@ -54,11 +54,11 @@ def call(kernel, w, **changes):
         (
             "kv_cache",
             lambda w: w.kv_cache.new_empty(w.kv_cache.shape[0], 16, 580)[..., :576],
-            r"kv_cache: expected strides that are multiples of vec_width=8",
+            r"kv_cache: expected strides that are multiples of 8 elements",
         ),
         ("block_table", lambda w: w.block_table.long(), r"block_table: expected dtype torch.int32"),
-        ("block_table", lambda w: w.block_table[:1], r"block_table: expected 2 rows"),
-        ("seq_lens", lambda w: w.seq_lens[:1], r"seq_lens: expected shape \[2\]"),
+        ("block_table", lambda w: w.block_table[:1], r"block_table: expected batch 2"),
+        ("seq_lens", lambda w: w.seq_lens[:1], r"seq_lens: expected batch 2"),
         ("mask", lambda w: None, r"mask: expected a tree mask"),
         ("mask", lambda w: w.mask[:, :1], r"mask: expected bool shape"),
         ("mask", lambda w: w.mask.float(), r"mask: expected dtype bool"),
