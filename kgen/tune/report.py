@@ -201,6 +201,35 @@ def summary_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def time_summary(report: dict) -> str:
+    """Where the sweep's time went: the compile phase (its wall time, rate, and how busy its
+    workers were) and, per GPU worker, its trials and seconds verifying, timing, on other work
+    (start-up, inputs, messages) and idle."""
+    spent = report["meta"].get("time")
+    if not spent:
+        return ""
+    lines = ["where the time went:"]
+    wall, done = spent["compile_wall_s"], spent["compiled"]
+    if done:
+        workers = spent["compile_workers"]
+        capacity = workers * wall
+        lines.append(
+            f"  compile: {done} variants in {wall:.0f} s ({done / max(wall, 1e-9):.2f}/s) on "
+            f"{spent['compile_where']}: {workers} workers busy {spent['compile_busy_s']:.0f} s, "
+            f"idle {max(0.0, capacity - spent['compile_busy_s']):.0f} s"
+        )
+    else:
+        lines.append("  compile: nothing to compile (every variant recorded before)")
+    for w in spent["gpu_workers"]:
+        failed = f" ({w['failed']} failed)" if w["failed"] else ""
+        lines.append(
+            f"  {w['worker']} ({w['gpu']}): {w['trials']} trials{failed}: verify "
+            f"{w['verify_s']:.0f} s, time {w['time_s']:.0f} s, other {w['other_s']:.0f} s, "
+            f"idle {w['idle_s']:.0f} s"
+        )
+    return "\n".join(lines)
+
+
 def plot(report: dict, out_dir: Path) -> list[Path]:
     """heads_per_block x kv_splits heat maps of the best time, and a roofline of every variant."""
     if not report["meta"].get("ceilings"):
