@@ -70,6 +70,8 @@ def compile_space(
             dynamic_ncols=True,
         )
     compiler = compiler or LocalCompiler(jobs)
+    if ledger is not None:
+        ledger["compile_where"] = compiler.status()
     began = perf_counter()
     busy = ledger.setdefault("compile_workers", {}) if ledger is not None else {}
     compiled = 0
@@ -91,7 +93,6 @@ def compile_space(
             bar.close()
         if ledger is not None:
             ledger["compile_wall_s"] = ledger.get("compile_wall_s", 0.0) + (perf_counter() - began)
-            ledger["compile_where"] = compiler.status()
             ledger["compiled"] = ledger.get("compiled", 0) + compiled
     return results
 
