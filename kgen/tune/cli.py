@@ -446,9 +446,19 @@ def _options(args, cases, error):
         placement=placement,
         worker_status=args.worker_status,
     )
-    for case in cases:  # a value no config takes (num_warps 12 off the mma path, ...)
+    # a value no config takes (num_warps 12 off the mma path, ...), in the full space too: a
+    # flag means the same whichever --space it goes with
+    full = dataclasses.replace(
+        options,
+        axes=dataclasses.replace(Axes(), **{k: v for k, v in given.items() if k in _fields(Axes)}),
+        sparse_axes=dataclasses.replace(
+            SparseAxes(), **{k: v for k, v in given.items() if k in _fields(SparseAxes)}
+        ),
+    )
+    for case in cases:
         try:
-            family_of(case.spec).enumerate(case.spec, options)
+            for checked in (options, full):
+                family_of(case.spec).enumerate(case.spec, checked)
         except ParamError as err:
             error(_naming_flag(err, {"block_n": "--mma-tiles", "smem_stages": "--mma-tiles"}))
     return options

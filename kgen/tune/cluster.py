@@ -93,7 +93,11 @@ class RayTrialExecutor:
     def _start(self) -> None:
         if self._actor is None:
             self._actor = _TrialActor.remote(self._trials)
-            self.where = ray.get(self._actor.where.remote(), timeout=TRIAL_TIMEOUT_S)
+            try:
+                self.where = ray.get(self._actor.where.remote(), timeout=TRIAL_TIMEOUT_S)
+            except ray.exceptions.GetTimeoutError:  # no GPU came free (its node is gone)
+                self.close()
+                raise WorkerDied(f"no GPU free for a worker in {TRIAL_TIMEOUT_S} s") from None
 
     def _carried(self, method: str, args: tuple) -> list[dict]:
         """The cache entries of the kernels a call builds (those the driver holds)."""

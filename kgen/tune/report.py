@@ -219,7 +219,7 @@ def time_summary(report: dict) -> str:
             f"idle {max(0.0, capacity - spent['compile_busy_s']):.0f} s"
         )
     else:
-        lines.append("  compile: nothing to compile (every variant recorded before)")
+        lines.append("  compile: none this run")
     for w in spent["gpu_workers"]:
         failed = f" ({w['failed']} failed)" if w["failed"] else ""
         lines.append(

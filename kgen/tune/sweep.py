@@ -245,7 +245,10 @@ class LocalPlacement:
         indices = placement.indices
         if indices is None:
             indices = tuple(range(gpu_count()))
-        return [Slot(f"cuda:{i}", WorkerExecutor(i, trials=options.trials)) for i in indices]
+        slots = [Slot(f"cuda:{i}", WorkerExecutor(i, trials=options.trials)) for i in indices]
+        for slot in slots:  # all at once, here: they start side by side, SIGINT ignored
+            slot.executor.start()
+        return slots
 
     def close(self) -> None:
         pass
@@ -287,9 +290,10 @@ def _sweep(cases, out_dir: Path, options: SweepOptions, place, deadline) -> dict
         family = family_of(case.spec)
         configs = family.enumerate(case.spec, options)
         pruned[case.name] = family.prune(case.spec, configs, arch, also)
-    # in the cases' order (a spec shared by cases goes with the first), so that the first
-    # cases are done, and said, early
-    pairs = list(dict.fromkeys((c.spec, cfg) for c in cases for cfg in pruned[c.name].kept))
+    # case by case, those with the fewest variants first (a spec shared by cases goes with the
+    # first), so that the first cases are done, and said, within seconds
+    by_size = sorted(cases, key=lambda c: len(pruned[c.name].kept))
+    pairs = list(dict.fromkeys((c.spec, cfg) for c in by_size for cfg in pruned[c.name].kept))
     progress = Progress(out_dir / "progress.jsonl")
     resumed = sum(compile_id(arch.name, s, c) in progress.done for s, c in pairs)
     refused = sum(len(p.refused) for p in pruned.values())
@@ -494,13 +498,15 @@ class TimingPhase:
     def _deal(self, slots: list[Slot]) -> None:
         for slot in slots:
             self.dealer.put(Job("gpu", pin=slot.label, priority=(-2,)))
-        found: dict[str, int] = {}
+        sms: dict[str, int] = {}
         for done in self.dealer.results():
             if done.error is not None:
                 raise RuntimeError(f"{done.slot} could not start: {done.error}")
-            gpu, sms = done.value
+            gpu, sms[done.slot] = done.value
             self.dealer.slots[done.slot].kind = gpu
-            found.setdefault(gpu, sms)
+        found: dict[str, int] = {}  # GPU kind: SMs, in the order of the kind's first GPU
+        for slot in slots:
+            found.setdefault(slot.kind, sms[slot.label])
         lanes = [Lane(gpu, sms, n) for n, (gpu, sms) in enumerate(found.items())]
         meta = self.report["meta"]
         meta["gpu"] = lanes[0].gpu

@@ -116,6 +116,12 @@ class WorkerExecutor:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
+    def start(self) -> None:
+        """Start the worker process now (a call starts it otherwise); called from the main
+        thread, it starts with SIGINT ignored (a Ctrl-C during its start-up is the parent's)."""
+        if self._proc is None or not self._proc.is_alive():
+            self._start()
+
     def _start(self) -> None:
         began = time.perf_counter()
         parent, child = self._ctx.Pipe()
