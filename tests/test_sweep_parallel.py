@@ -20,6 +20,7 @@ import pytest
 
 from kgen.mla.tuning import TuningDB, bucket
 from kgen.tune.dispatch import Dealer, Job, Slot
+from kgen.tune.report import summary_table
 from kgen.tune.sweep import SweepOptions, run_sweep
 from kgen.tune.worker import TrialCrashed, WorkerDied
 from tests.fake_trials import AXES, CASES, options
@@ -120,6 +121,8 @@ def test_two_gpu_kinds_tune_apart(out, monkeypatch):
     ids = [json.loads(line)["id"] for line in (out / "progress.jsonl").read_text().splitlines()]
     assert any(i.startswith("Fake B|tiny|variant|") for i in ids)
     assert {"ceilings|Fake A", "ceilings|Fake B"} <= set(ids)
+    table = summary_table(report).splitlines()
+    assert table.index("-- Fake A") < table.index("-- Fake B")  # each kind's cases under it
 
 
 class Flaky:

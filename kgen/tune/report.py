@@ -179,7 +179,10 @@ def summary_table(report: dict) -> str:
         f"{'case':24s} {'what':8s} {'config':34s} {'us':>8s} {'graph us':>8s} {'KV GB/s':>8s} "
         f"{'TFLOP/s':>8s} {'%floor':>6s} {'err':>8s}"
     )
+    several = len({case.get("gpu") for case in report["cases"]}) > 1  # GPU kinds tuned apart
     for case in report["cases"]:
+        if several and case is _first_of(report, case):
+            lines.append(f"-- {case['gpu']}")
         dtype = case["spec"]["dtype"]
         for what in ("best", "default", "torch"):
             r = case.get(what)
@@ -228,6 +231,11 @@ def time_summary(report: dict) -> str:
             f"idle {w['idle_s']:.0f} s"
         )
     return "\n".join(lines)
+
+
+def _first_of(report: dict, case: dict) -> dict:
+    """The first case entry of `case`'s GPU kind."""
+    return next(c for c in report["cases"] if c.get("gpu") == case.get("gpu"))
 
 
 def plot(report: dict, out_dir: Path) -> list[Path]:

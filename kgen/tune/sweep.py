@@ -507,7 +507,7 @@ class TimingPhase:
         found: dict[str, int] = {}  # GPU kind: SMs, in the order of the kind's first GPU
         for slot in slots:
             found.setdefault(slot.kind, sms[slot.label])
-        lanes = [Lane(gpu, sms, n) for n, (gpu, sms) in enumerate(found.items())]
+        lanes = [Lane(gpu, count, n) for n, (gpu, count) in enumerate(found.items())]
         meta = self.report["meta"]
         meta["gpu"] = lanes[0].gpu
         meta["devices"] = {s.label: s.kind for s in slots}
