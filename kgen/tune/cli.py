@@ -525,6 +525,7 @@ class _Stop:
 
 
 def _run(args) -> int:
+    from kgen.tune.dispatch import PlacementError
     from kgen.tune.report import plot, summary_table, time_summary, write_csv
     from kgen.tune.sweep import SweepInterrupted, run_sweep
 
@@ -534,7 +535,10 @@ def _run(args) -> int:
             cases = _cases(args, error)
             options = _options(args, cases, error)
             _check_out(args, error)
-            report = run_sweep(cases, args.out, options)
+            try:
+                report = run_sweep(cases, args.out, options)
+            except PlacementError as err:
+                error(str(err))
             write_csv(report, args.out / "results.csv")
             plots = plot(report, args.out)
         except KeyboardInterrupt as err:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import socket
 import time
 import traceback
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ import ray.exceptions
 
 from kgen.build import adopt_entry, cache_entry
 from kgen.tune.compiling import compile_variant
-from kgen.tune.dispatch import Slot
+from kgen.tune.dispatch import PlacementError, Slot
 from kgen.tune.family import family_of
 from kgen.tune.worker import TRIAL_TIMEOUT_S, TrialCrashed, WorkerDied, load_trials
 
@@ -188,6 +189,7 @@ class RayPlacement:
         self.options = options
         self.entries: dict = {}
         self._executors: list[RayTrialExecutor] = []
+        _check_reachable(address)
         handler = signal.getsignal(signal.SIGTERM)  # ray.init takes SIGTERM; the sweep keeps it
         try:
             ray.init(
@@ -197,7 +199,9 @@ class RayPlacement:
                 configure_logging=True,
             )
         except (ConnectionError, ValueError, RuntimeError) as err:
-            raise RuntimeError(f"--ray {address}: cannot reach the Ray cluster: {err}") from None
+            raise PlacementError(
+                f"argument --ray: cannot reach the Ray cluster at {address}: {err}"
+            ) from None
         finally:
             signal.signal(signal.SIGTERM, handler)
 
@@ -220,7 +224,7 @@ class RayPlacement:
     def slots(self) -> list[Slot]:
         count = self.gpus()
         if count == 0:
-            raise RuntimeError("the Ray cluster has no GPU to time on")
+            raise PlacementError("argument --ray: the Ray cluster has no GPU to time on")
         self._executors = [
             RayTrialExecutor(self.options.trials, self.entries) for _ in range(count)
         ]
@@ -230,6 +234,21 @@ class RayPlacement:
         for executor in self._executors:
             executor.close()
         ray.shutdown()
+
+
+def _check_reachable(address: str) -> None:
+    """A HOST:PORT that nothing answers on is refused at once (ray.init would retry for
+    minutes)."""
+    host, _, port = address.rpartition(":")
+    if address == "auto" or "://" in address or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as err:
+        raise PlacementError(
+            f"argument --ray: nothing answers at {address} ({err.strerror or err}); start the "
+            "cluster's head there (ray start --head) or give its address"
+        ) from None
 
 
 def _alive() -> list[dict]:

@@ -25,6 +25,10 @@ from kgen.tune.worker import TrialCrashed, WorkerDied
 ATTEMPTS = 2  # a job whose worker died runs once more, elsewhere
 
 
+class PlacementError(RuntimeError):
+    """The GPUs or the cluster a sweep was sent to cannot be used; the message names the flag."""
+
+
 @dataclasses.dataclass
 class Job:
     """One call of a Trials method. `args` may be left to the dealer's `prepare` hook, which
