@@ -291,7 +291,7 @@ def _sweep(cases, out_dir: Path, options: SweepOptions, place, deadline) -> dict
         configs = family.enumerate(case.spec, options)
         pruned[case.name] = family.prune(case.spec, configs, arch, also)
     # case by case, those with the fewest variants first (a spec shared by cases goes with the
-    # first), so that the first cases are done, and said, within seconds
+    # first), so that the first cases are done, and said, within the first minute
     by_size = sorted(cases, key=lambda c: len(pruned[c.name].kept))
     pairs = list(dict.fromkeys((c.spec, cfg) for c in by_size for cfg in pruned[c.name].kept))
     progress = Progress(out_dir / "progress.jsonl")
