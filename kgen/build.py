@@ -204,6 +204,44 @@ def _metadata(binary: Binary, options: tuple[str, ...]) -> dict:
     }
 
 
+def cache_entry(binary: Binary) -> dict:
+    """A built kernel's disk-cache entry, to carry to another machine's cache (adopt_entry):
+    its name, content key, cubin, source and metadata."""
+    return {
+        "stem": binary.stem,
+        "key": binary.key,
+        "cubin": binary.cubin,
+        "source": binary.program.source,
+        "meta": _metadata(binary, compile_options()),
+    }
+
+
+def adopt_entry(entry: dict) -> bool:
+    """Write an entry made elsewhere (cache_entry) into this machine's disk cache, unless it
+    holds it already or the cache is off; whether it was written. An entry whose metadata is
+    not for its name and key, or that build could not use, is refused with ValueError."""
+    stem, key, meta = entry["stem"], entry["key"], entry["meta"]
+    if meta.get("key") != key or stem != f"{meta.get('name')}_{key[:12]}":
+        raise ValueError(f"cache entry {stem}: its metadata is for another kernel")
+    if problem := entry_problem(meta, entry["cubin"]):
+        raise ValueError(f"cache entry {stem}: {problem}")
+    if env.cache_disabled():
+        return False
+    cache = DiskCache(env.cache_dir(), check=entry_problem)
+    if _try(cache, "read", lambda: cache.load(stem, key)) is not None:
+        return False
+    lock = _acquire_lock(cache, stem)
+    try:
+        if _try(cache, "read", lambda: cache.load(stem, key)) is not None:
+            return False
+        stored = {k: v for k, v in meta.items() if k not in ("checksum", "cubin_bytes")}
+        _try(cache, "write", lambda: cache.store(stem, entry["cubin"], entry["source"], stored))
+        return True
+    finally:
+        if lock is not None:
+            lock.release()
+
+
 def _parse_entry(meta: dict) -> tuple[dict[str, FunctionUsage], str]:
     """The usage and log of an entry's metadata; KeyError/TypeError/ValueError when malformed,
     or when an entry point has no usage (an entry written without ptxas's report is a miss)."""

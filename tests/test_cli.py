@@ -53,6 +53,8 @@ MISUSES = {
         ["sweep", "--case", *TWO_CASES, "--case", "seed-fp32-verify", "--arch", "sm_999"],
         ["--arch"],
     ),
+    # nothing answers there (or, without the kgen[ray] extra, Ray is not installed)
+    "ray-unreachable": (["sweep", "--heads", "4", "--ray", "127.0.0.1:1"], ["--ray"]),
     "cache-ls": (["cache", "ls"], ["/proc/nope", "cannot be created"]),
     "cache-verify": (["cache", "verify"], ["/proc/nope", "cannot be created"]),
     "cache-clear": (["cache", "clear"], ["/proc/nope", "cannot be created"]),
@@ -67,6 +69,19 @@ MORE_MISUSES = {
     "heads-text": (["sweep", "--heads", "many"], ["--heads", "'many'"]),
     "case-seconds": (["sweep", "--heads", "4", "--case-seconds", "-1"], ["--case-seconds"]),
     "jobs": (["sweep", "--heads", "4", "--jobs", "0"], ["--jobs", ">= 1"]),
+    "j": (["sweep", "--heads", "4", "-j", "x"], ["-j/--jobs", "'x'"]),
+    "space": (["sweep", "--heads", "4", "--space", "huge"], ["--space", "compact", "full"]),
+    "devices-text": (["sweep", "--heads", "4", "--devices", "0,a"], ["--devices", "'0,a'"]),
+    "devices-twice": (["sweep", "--heads", "4", "--devices", "1,1"], ["--devices", "distinct"]),
+    "devices-missing": (["sweep", "--heads", "4", "--devices", "99"], ["--devices", "no GPU"]),
+    "devices-compile-only": (
+        ["sweep", "--heads", "4", "--devices", "0", "--compile-only"],
+        ["--devices", "--compile-only"],
+    ),
+    "devices-and-ray": (
+        ["sweep", "--heads", "4", "--devices", "0", "--ray", "auto"],
+        ["--ray", "not allowed with argument --devices"],
+    ),
     "qk-ahead": (["sweep", "--heads", "4", "--qk-ahead", "2"], ["--qk-ahead", "[0, 1]"]),
     "removed-axis": (["sweep", "--heads", "4", "--swap-rows", "1"], ["--swap-rows", "removed"]),
     "removed-slack": (["sweep", "--heads", "4", "--ring-slack", "2"], ["--ring-slack", "[0, 1]"]),
@@ -174,6 +189,7 @@ def test_a_malformed_grid_names_the_file_and_case(tmp_path, name):
 # one compile process (a compile takes seconds).
 SPACE = ["sweep", "--heads", "4", "--q-len", "2", "--mask", "causal", "--compute", "mma"]
 SPACE += ["--num-warps", "4", "--col-groups", "4", "--min-blocks", "0", "--compile-only"]
+SPACE += ["--space", "full"]
 SMALL = [*SPACE, "--heads-per-block", "4", "--mma-tiles", "3x16", "4x16", "2x32", "--jobs", "1"]
 SMALL += ["--qk-ahead", "0", "--softmax", "warp", "--body", "rows"]
 SPACE += ["--jobs", "2"]
@@ -291,10 +307,7 @@ def test_the_former_flags_of_renamed_axes_still_work_with_a_note(capsys):
     parser = Parser(prog="kgen")
     add_sweep_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["sweep", "--split-softmax", "1", "--pdl-combine", "0", "1"])
-    assert (args.softmax, args.merge, args.body) == (
-        ["split"],
-        ["fused", "pdl"],
-        ["rows", "specialized"],
-    )
+    # (--body not given: the --space's values)
+    assert (args.softmax, args.merge, args.body) == (["split"], ["fused", "pdl"], None)
     err = capsys.readouterr().err
     assert "--split-softmax is deprecated" in err and "use --merge fused pdl" in err

@@ -695,3 +695,33 @@ def test_the_sweep_takes_ring_slack_opt_in_for_three_row_blocks_only():
     for c in ringed:
         assert c.num_warps == 12 and not c.qk_ahead and c.smem_stages - 1 - c.ring_slack >= 1
         layout_for(spec, c, ARCHS["sm_90"])  # none that build would refuse for its stages
+
+
+def test_the_compact_space_holds_every_shipped_winner_and_is_what_the_docs_say():
+    """kgen sweep's default space keeps, on the axes it narrows, the values every shipped winner
+    takes (the merge aside: neither space sweeps the PDL merge unasked), and is as large as
+    docs/cli.md and the README say (1,148 variants of the default grid for sm_120; 4,172 full)."""
+    from kgen.mla.tuning import SHIPPED
+    from kgen.tune.family import family_of
+    from kgen.tune.space import COMPACT_AXES
+    from kgen.tune.sparse_space import COMPACT_SPARSE_AXES, SparseAxes
+
+    compact = SweepOptions(axes=COMPACT_AXES, sparse_axes=COMPACT_SPARSE_AXES)
+    full = SweepOptions(axes=Axes(), sparse_axes=SparseAxes())
+    grid = {case.name: case for case in load_grid()}
+    entries = TuningDB(SHIPPED).entries().values()
+    assert {entry["case"] for entry in entries} <= set(grid)
+    for entry in entries:
+        case = grid[entry["case"]]
+        family = family_of(case.spec)
+        config = family.config_type.from_dict({**entry["config"], "kv_splits": 1, "merge": "fused"})
+        assert config in family.enumerate(case.spec, full)
+        assert config in family.enumerate(case.spec, compact), (case.name, config.short_name())
+    sm120 = ARCHS["sm_120"]
+    for options, size in ((compact, 1148), (full, 4172)):
+        variants = set()
+        for case in grid.values():
+            family = family_of(case.spec)
+            kept = family.prune(case.spec, family.enumerate(case.spec, options), sm120, ()).kept
+            variants |= {(case.spec, config) for config in kept}
+        assert len(variants) == size

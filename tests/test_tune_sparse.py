@@ -230,6 +230,7 @@ def test_compile_only_sparse_cli_reports_resources_and_sass(tmp_path):
     args = ["--heads", "16", "--topk", "2048", "--kv-format", "fp8", "--batch", "32"]
     args += ["--num-warps", "4", "--col-groups", "4", "--min-blocks", "0"]
     args += ["--sparse-tiles", "2x16", "3x32", "--register-tiles", "16", "--gather-bytes", "16"]
+    args += ["--space", "full"]  # both dequant paths, both softmaxes
     run = subprocess.run(
         [sys.executable, "-m", "kgen", "sweep", *args, "--compile-only", "--jobs", "2"]
         + ["--out", str(out)],

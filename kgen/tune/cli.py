@@ -8,6 +8,8 @@ cache positions of its own). Ctrl-C stops a sweep, keeping what finished in
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib.util
 import json
 import re
 import signal
@@ -17,8 +19,16 @@ from pathlib import Path
 from kgen.mla.sparse.spec import GATHER_BYTES, MAX_TOPK
 from kgen.mla.spec import BODIES, MAX_Q_LEN, MERGES, SOFTMAXES
 from kgen.params import ParamError
-from kgen.tune.space import DEFAULT_GRID, Axes, GridError, case_from_dict, load_grid
-from kgen.tune.sparse_space import SparseAxes
+from kgen.tune.space import (
+    COMPACT_AXES,
+    DEFAULT_GRID,
+    SPACES,
+    Axes,
+    GridError,
+    case_from_dict,
+    load_grid,
+)
+from kgen.tune.sparse_space import COMPACT_SPARSE_AXES, SparseAxes
 
 # The tensor-core integer axes that `kgen sweep` takes as flags (--col-groups ...; defaults:
 # Axes): the values Config accepts, and what the axis does.
@@ -88,6 +98,21 @@ def _int(low: int, high: int | None = None):
         return value
 
     return parse
+
+
+def _devices(text: str) -> tuple[int, ...] | str:
+    """An argparse type: 'all' or GPU indices I,J,... (distinct, >= 0)."""
+    if text.strip() == "all":
+        return "all"
+    try:
+        indices = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected 'all' or GPU indices such as 0,2, got {text!r}"
+        ) from None
+    if any(i < 0 for i in indices) or len(set(indices)) != len(indices):
+        raise argparse.ArgumentTypeError(f"expected distinct GPU indices >= 0, got {text!r}")
+    return indices
 
 
 def _seconds(text: str) -> float:
@@ -178,6 +203,14 @@ def add_sweep_parser(commands) -> None:
         help="a sparse shape: cache entries listed per query token",
     )
     p.add_argument("--kv-format", choices=["fp8", "bf16"], help="sparse cache (default fp8)")
+    p.add_argument(
+        "--space",
+        choices=SPACES,
+        default="compact",
+        help="the design space: compact (default: on the axes where every shipped winner and "
+        "heuristic default agrees, only their value; kgen.tune.space.COMPACT_AXES) or full "
+        "(every value); an axis flag below replaces that axis' values in either",
+    )
     p.add_argument("--arch", help="target arch (default: the GPU, or sm_120 without one)")
     p.add_argument("--compile-only", action="store_true", help="resources and occupancy, no timing")
     p.add_argument(
@@ -186,7 +219,7 @@ def add_sweep_parser(commands) -> None:
         nargs="+",
         help="axis values (default: divisors)",
     )
-    p.add_argument("--num-warps", type=_int(1, 32), nargs="+", default=[4, 8])
+    p.add_argument("--num-warps", type=_int(1, 32), nargs="+", help="(default: 4 8)")
     p.add_argument(
         "--vec-width",
         type=_int(1, 16),
@@ -197,24 +230,22 @@ def add_sweep_parser(commands) -> None:
         "--compute",
         nargs="+",
         choices=["fma", "mma", "tiled"],
-        default=["fma", "mma", "tiled"],
-        help="compute paths to sweep (mma: 16-bit dtypes only; tiled: float32 only)",
+        help="compute paths to sweep (mma: 16-bit dtypes only; tiled: float32 only; default: "
+        "mma tiled, with --space full also fma)",
     )
     for field, (low, high, help) in MMA_AXES.items():
         p.add_argument(
             "--" + field.replace("_", "-"),
             type=_int(low, high),
             nargs="+",
-            default=list(getattr(Axes(), field)),
-            help=f"mma axis values: {help}",
+            help=f"mma axis values: {help} (default: the --space's)",
         )
     for field, (values, help) in NAMED_AXES.items():
         p.add_argument(
             "--" + field,
             choices=values,
             nargs="+",
-            default=list(getattr(Axes(), field)),
-            help=f"axis values: {help} (default: %(default)s)",
+            help=f"axis values: {help} (default: the --space's)",
         )
     for flag, field in FORMER_FLAGS.items():
         p.add_argument(
@@ -247,15 +278,14 @@ def add_sweep_parser(commands) -> None:
         type=int,
         choices=GATHER_BYTES,
         nargs="+",
-        default=[8, 16],
-        help="sparse axis",
+        help="sparse axis (default: 8 16)",
     )
     p.add_argument(
         "--dequant",
         nargs="+",
         choices=["shared", "registers"],
-        default=["shared", "registers"],
-        help="sparse axis: where the fp8 cache is dequantized",
+        help="sparse axis: where the fp8 cache is dequantized (default: registers, with --space "
+        "full also shared)",
     )
     p.add_argument("--reps", type=_int(1), default=20, help="timed launches per variant")
     p.add_argument(
@@ -269,7 +299,30 @@ def add_sweep_parser(commands) -> None:
         help="GPU: the whole sweep's time; each case's variant trials get an equal share of what "
         "is left when it starts (the rest are left untimed; default: no limit)",
     )
-    p.add_argument("--jobs", type=_int(1), help="compile processes (default: all cores)")
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=_int(1),
+        help="compile processes (default: the cores this process may use)",
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--devices",
+        type=_devices,
+        metavar="all|I,J,...",
+        help="GPUs to time on, a worker process each (default: the current GPU)",
+    )
+    where.add_argument(
+        "--ray",
+        metavar="auto|ADDRESS",
+        help="compile and time on a Ray cluster: auto (this machine's, else a new local one) "
+        "or a cluster's address (needs kgen[ray])",
+    )
+    p.add_argument(
+        "--worker-status",
+        action="store_true",
+        help="a line per GPU worker under the progress bar, saying what it runs",
+    )
     p.add_argument("--db", type=Path, help="tuning database to record winners in")
     p.add_argument("--out", type=Path, default=Path("sweep-out"))
     p.set_defaults(run=_run, parser=p)
@@ -343,33 +396,43 @@ def _options(args, cases, error):
     from kgen.arch import resolve_arch
     from kgen.device import NoGPUError
     from kgen.tune.family import family_of
-    from kgen.tune.sweep import SweepOptions
+    from kgen.tune.sweep import RayCluster, SweepOptions
 
     if args.arch is not None:
         try:
             resolve_arch(args.arch)
         except (ValueError, NoGPUError) as err:
             error(f"argument --arch: {err}")
-    axes = Axes(
-        heads_per_block=tuple(args.heads_per_block) if args.heads_per_block else None,
-        num_warps=tuple(args.num_warps),
-        vec_width=tuple(args.vec_width) if args.vec_width else None,
-        computes=tuple(args.compute),
-        **{field: tuple(getattr(args, field)) for field in (*MMA_AXES, *NAMED_AXES)},
-        **({"mma_stage_tiles": tuple(args.mma_tiles)} if args.mma_tiles else {}),
+    dense, sparse = (
+        (COMPACT_AXES, COMPACT_SPARSE_AXES) if args.space == "compact" else (Axes(), SparseAxes())
     )
-    sparse_axes = SparseAxes(
-        heads_per_block=tuple(args.heads_per_block) if args.heads_per_block else None,
-        num_warps=tuple(args.num_warps),
-        col_groups=tuple(args.col_groups),
-        min_blocks=tuple(args.min_blocks),
-        merge=tuple(args.merge),
-        softmax=tuple(args.softmax),
-        gather_bytes=tuple(args.gather_bytes),
-        dequant=tuple(args.dequant),
-        **({"shared_tiles": tuple(args.sparse_tiles)} if args.sparse_tiles else {}),
-        **({"register_tiles": tuple(args.register_tiles)} if args.register_tiles else {}),
+    given = {  # axis field: values, for the flags given
+        field: tuple(getattr(args, flag))
+        for field, flag in (
+            ("heads_per_block", "heads_per_block"),
+            ("num_warps", "num_warps"),
+            ("vec_width", "vec_width"),
+            ("computes", "compute"),
+            *((field, field) for field in (*MMA_AXES, *NAMED_AXES)),
+            ("mma_stage_tiles", "mma_tiles"),
+            ("shared_tiles", "sparse_tiles"),
+            ("register_tiles", "register_tiles"),
+            ("gather_bytes", "gather_bytes"),
+            ("dequant", "dequant"),
+        )
+        if getattr(args, flag) is not None
+    }
+    axes = dataclasses.replace(dense, **{k: v for k, v in given.items() if k in _fields(Axes)})
+    sparse_axes = dataclasses.replace(
+        sparse, **{k: v for k, v in given.items() if k in _fields(SparseAxes)}
     )
+    placement = None
+    if args.devices is not None:
+        placement = _local_devices(args, error)
+    elif args.ray is not None:
+        if importlib.util.find_spec("ray") is None:  # looked for, not imported
+            error('argument --ray: Ray is not installed (pip install "kgen[ray]")')
+        placement = RayCluster(args.ray)
     options = SweepOptions(
         arch=args.arch,
         compile_only=True if args.compile_only else None,
@@ -380,13 +443,46 @@ def _options(args, cases, error):
         seconds=args.seconds,
         jobs=args.jobs,
         db_path=args.db,
+        placement=placement,
+        worker_status=args.worker_status,
     )
-    for case in cases:  # a value no config takes (num_warps 12 off the mma path, ...)
+    # a value no config takes (num_warps 12 off the mma path, ...), in the full space too: a
+    # flag means the same whichever --space it goes with
+    full = dataclasses.replace(
+        options,
+        axes=dataclasses.replace(Axes(), **{k: v for k, v in given.items() if k in _fields(Axes)}),
+        sparse_axes=dataclasses.replace(
+            SparseAxes(), **{k: v for k, v in given.items() if k in _fields(SparseAxes)}
+        ),
+    )
+    for case in cases:
         try:
-            family_of(case.spec).enumerate(case.spec, options)
+            for checked in (options, full):
+                family_of(case.spec).enumerate(case.spec, checked)
         except ParamError as err:
             error(_naming_flag(err, {"block_n": "--mma-tiles", "smem_stages": "--mma-tiles"}))
     return options
+
+
+def _fields(kind) -> set[str]:
+    return {f.name for f in dataclasses.fields(kind)}
+
+
+def _local_devices(args, error):
+    """--devices as a placement, each index checked against the GPUs this process sees."""
+    from kgen.tune.sweep import Devices, gpu_count
+
+    if args.compile_only:
+        error("argument --devices: a --compile-only sweep times nothing on a GPU")
+    count = gpu_count()
+    if count == 0:
+        error("argument --devices: no GPU found (torch sees none)")
+    if args.devices == "all":
+        return Devices(tuple(range(count)))
+    missing = [i for i in args.devices if i >= count]
+    if missing:
+        error(f"argument --devices: no GPU {missing[0]}; this process sees {count} (0-{count - 1})")
+    return Devices(args.devices)
 
 
 def _check_out(args, error) -> None:
@@ -429,7 +525,8 @@ class _Stop:
 
 
 def _run(args) -> int:
-    from kgen.tune.report import plot, summary_table, write_csv
+    from kgen.tune.dispatch import PlacementError
+    from kgen.tune.report import plot, summary_table, time_summary, write_csv
     from kgen.tune.sweep import SweepInterrupted, run_sweep
 
     error = args.parser.error
@@ -438,7 +535,10 @@ def _run(args) -> int:
             cases = _cases(args, error)
             options = _options(args, cases, error)
             _check_out(args, error)
-            report = run_sweep(cases, args.out, options)
+            try:
+                report = run_sweep(cases, args.out, options)
+            except PlacementError as err:
+                error(str(err))
             write_csv(report, args.out / "results.csv")
             plots = plot(report, args.out)
         except KeyboardInterrupt as err:
@@ -453,6 +553,7 @@ def _run(args) -> int:
             )
             return 128 + (stop.signum or signal.SIGINT)
     print(summary_table(report))
+    print(time_summary(report))
     meta = report["meta"]
     print(
         f"\n{meta['mode']} sweep for {meta['arch']} (kgen {meta['kgen']}, NVRTC {meta['nvrtc']}): "

@@ -190,7 +190,10 @@ def summary_table(report: dict) -> str:
         f"{'case':24s} {'what':8s} {'config':34s} {'us':>8s} {'graph us':>8s} {'KV GB/s':>8s} "
         f"{'TFLOP/s':>8s} {'%floor':>6s} {'err':>8s}"
     )
+    several = len({case.get("gpu") for case in report["cases"]}) > 1  # GPU kinds tuned apart
     for case in report["cases"]:
+        if several and case is _first_of(report, case):
+            lines.append(f"-- {case['gpu']}")
         dtype = case["spec"]["dtype"]
         for what in ("best", "default", "torch"):
             r = case.get(what)
@@ -210,6 +213,40 @@ def summary_table(report: dict) -> str:
         if wrong:
             lines.append(f"{case['name']:24s} {len(wrong)} variants WRONG or FAILED (not ranked)")
     return "\n".join(lines)
+
+
+def time_summary(report: dict) -> str:
+    """Where the sweep's time went: the compile phase (its wall time, rate, and how busy its
+    workers were) and, per GPU worker, its trials and seconds verifying, timing, on other work
+    (start-up, inputs, messages) and idle."""
+    spent = report["meta"].get("time")
+    if not spent:
+        return ""
+    lines = ["where the time went:"]
+    wall, done = spent["compile_wall_s"], spent["compiled"]
+    if done:
+        workers = spent["compile_workers"]
+        capacity = workers * wall
+        lines.append(
+            f"  compile: {done} variants in {wall:.0f} s ({done / max(wall, 1e-9):.2f}/s) on "
+            f"{spent['compile_where']}: {workers} workers busy {spent['compile_busy_s']:.0f} s, "
+            f"idle {max(0.0, capacity - spent['compile_busy_s']):.0f} s"
+        )
+    else:
+        lines.append("  compile: none this run")
+    for w in spent["gpu_workers"]:
+        failed = f" ({w['failed']} failed)" if w["failed"] else ""
+        lines.append(
+            f"  {w['worker']} ({w['gpu']}): {w['trials']} trials{failed}: verify "
+            f"{w['verify_s']:.0f} s, time {w['time_s']:.0f} s, other {w['other_s']:.0f} s, "
+            f"idle {w['idle_s']:.0f} s"
+        )
+    return "\n".join(lines)
+
+
+def _first_of(report: dict, case: dict) -> dict:
+    """The first case entry of `case`'s GPU kind."""
+    return next(c for c in report["cases"] if c.get("gpu") == case.get("gpu"))
 
 
 def plot(report: dict, out_dir: Path) -> list[Path]:

@@ -53,6 +53,15 @@ class Axes:
     ring_slack: tuple[int, ...] = (0,)
 
 
+# `kgen sweep --space`: the default, compact space holds, on each axis where every shipped
+# winner (kgen/tuned) and every heuristic default of the grid agree, only their value: the
+# tensor-core path (no 16-bit winner or default takes the CUDA-core fma path) beside the tiled
+# float32 path, 4 column groups and the split softmax; the other axes whole. It compiles in
+# about a quarter of the full space's time. `full`: every value of Axes.
+SPACES = ("compact", "full")
+COMPACT_AXES = Axes(computes=("mma", "tiled"), col_groups=(4,), softmax=("split",))
+
+
 @dataclass(frozen=True)
 class Case:
     """One benchmark shape: a Spec plus a batch of equal-length sequences; or a SparseSpec plus a

@@ -38,6 +38,11 @@ class SparseAxes:
     softmax: tuple[str, ...] = ("warp", "split")
 
 
+# The compact space of `kgen sweep --space` (kgen.tune.space.SPACES): every shipped winner and
+# heuristic default dequantizes fp8 in registers and takes 4 or 8 column groups.
+COMPACT_SPARSE_AXES = SparseAxes(dequant=("registers",), col_groups=(4, 8))
+
+
 def enumerate_sparse_configs(spec: SparseSpec, axes: SparseAxes = SparseAxes()) -> list:
     """Every combination of the axes that kgen.mla.rules allows (kv_splits left at 1: a launch
     parameter). dequant applies to an fp8 cache; a bf16 cache is gathered into shared memory."""

@@ -11,117 +11,90 @@ import json
 import os
 import random
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable
 from pathlib import Path
+from time import perf_counter  # durations; budgets go by time.time (wall clock)
 
 from tqdm import tqdm
 
 from kgen import __version__
 from kgen.arch import resolve_arch
-from kgen.compiler import CompileError, nvrtc_version
+from kgen.compiler import nvrtc_version
 from kgen.mla import ConfigError
 from kgen.mla.tuning import TuningDB
+from kgen.tune.compiling import LocalCompiler
+from kgen.tune.dispatch import Dealer, Done, Job, Slot
 from kgen.tune.family import family_of
 from kgen.tune.space import FIT_ARCHS, Axes, Case
 from kgen.tune.sparse_space import SparseAxes
-from kgen.tune.worker import TrialCrashed, ignore_sigint, sigint_ignored
-
-
-def _compile(spec, config, arch: str) -> dict:
-    """Build one variant (in a pool process): its resource figures and SASS instruction mix, or
-    the compile error."""
-    from kgen.sass import instruction_mix
-
-    family = family_of(spec)
-    try:
-        kernel = family.build(spec, config, arch)
-        row = {"status": "compiled", "compute": getattr(config, "compute", "mma")}
-        mix = instruction_mix(kernel.cubin, family.entry_point)
-        if mix is not None:
-            row.update({f"sass_{name}": count for name, count in mix.items()})
-        usage = kernel.binary.usage.get(family.entry_point)
-        if usage is None:
-            return row
-        r = kernel.resources
-        return {
-            **row,
-            "registers": r.registers,
-            "smem": r.smem,
-            "spills": r.spills,
-            "occupancy": r.occupancy.fraction,
-            "warps_per_sm": r.occupancy.warps_per_sm,
-            "limiter": r.occupancy.limiter,
-            "q_source": getattr(kernel.layout, "q_source", None) or kernel.layout.q_placement,
-        }
-    except CompileError as err:
-        return {"status": "compile error", "detail": err.log[-2000:]}
+from kgen.tune.worker import TRIALS
 
 
 def compile_space(
-    pairs: list[tuple], arch: str, jobs: int | None = None, progress: Progress | None = None
+    pairs: list[tuple],
+    arch: str,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    *,
+    bar: tqdm | None = None,
+    compiler=None,
+    on_result: Callable[[tuple, dict], None] | None = None,
+    ledger: dict | None = None,
 ) -> dict:
-    """Compile every (spec, config) in parallel worker processes, with a progress bar. With
-    `progress`, each result is recorded as it comes and those recorded before are not compiled
-    again. Interrupted (Ctrl-C, or KeyboardInterrupt from a signal handler), it ends its workers
-    before the exception goes on: no compile outlives the sweep."""
+    """Compile every (spec, config) in parallel worker processes (`jobs`, default: the cores
+    this process may use; or on `compiler`, e.g. a Ray cluster's), in the order given, with a
+    progress bar (`bar`, else one of its own). With `progress`, each result is recorded as it
+    comes and those recorded before are not compiled again. on_result((spec, config), row) is
+    called for each. `ledger` (a dict) gains the seconds each compile worker spent and the
+    phase's wall time. Interrupted (Ctrl-C, or KeyboardInterrupt from a signal handler), it ends
+    its workers before the exception goes on: no compile outlives the sweep."""
     results = {}
     todo = []
     for spec, config in pairs:
         done = progress.done.get(compile_id(arch, spec, config)) if progress else None
         if done is not None:
             results[(spec, config)] = done["row"]
+            if on_result:
+                on_result((spec, config), done["row"])
         else:
             todo.append((spec, config))
     if not todo:
         return results
-    bar = tqdm(
-        total=len(pairs),
-        initial=len(results),
-        desc=f"compile {arch}",
-        unit="kernel",
-        dynamic_ncols=True,
-    )
-    pool = ProcessPoolExecutor(
-        max_workers=min(jobs or os.cpu_count() or 1, len(todo)),
-        mp_context=_spawn(),
-        initializer=ignore_sigint,
-    )
+    own_bar = bar is None
+    if own_bar:
+        bar = tqdm(
+            total=len(pairs),
+            initial=len(results),
+            desc=f"compile {arch}",
+            unit="kernel",
+            dynamic_ncols=True,
+        )
+    compiler = compiler or LocalCompiler(jobs)
+    if ledger is not None:
+        ledger["compile_where"] = compiler.status()
+    began = perf_counter()
+    busy = ledger.setdefault("compile_workers", {}) if ledger is not None else {}
+    compiled = 0
     try:
-        with sigint_ignored():  # the workers start now: a Ctrl-C meant for the sweep is ours
-            futures = {pool.submit(_compile, s, c, arch): (s, c) for s, c in todo}
-        for future in as_completed(futures):
-            spec, config = futures[future]
-            results[(spec, config)] = row = future.result()
-            if progress:
+        for spec, config, row, worker, seconds in compiler.run(todo, arch):
+            compiled += 1
+            results[(spec, config)] = row
+            busy[worker] = busy.get(worker, 0.0) + seconds
+            if progress and row["status"] != "failed":  # a lost compile is tried again
                 progress.add({"id": compile_id(arch, spec, config), "row": row})
+            if on_result:
+                on_result((spec, config), row)
             bar.update()
     except BaseException:
-        _stop_pool(pool)
+        compiler.stop()
         raise
     finally:
-        bar.close()
-    pool.shutdown()
+        if own_bar:
+            bar.close()
+        if ledger is not None:
+            ledger["compile_wall_s"] = ledger.get("compile_wall_s", 0.0) + (perf_counter() - began)
+            ledger["compiled"] = ledger.get("compiled", 0) + compiled
     return results
-
-
-def _stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Cancel what has not started and end the workers now (a compile in flight is lost; the
-    results already taken are kept)."""
-    processes = list((pool._processes or {}).values())  # no public handle before Python 3.14
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in processes:
-        proc.terminate()
-    for proc in processes:
-        proc.join(timeout=5)
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
-
-
-def _spawn():
-    import multiprocessing
-
-    return multiprocessing.get_context("spawn")
 
 
 def compile_id(arch: str, spec, config) -> str:
@@ -166,11 +139,30 @@ class SweepInterrupted(KeyboardInterrupt):
         self.progress = progress
 
 
-def trial_id(case: Case, kind: str, config=None) -> str:
+def trial_id(case: Case, kind: str, config=None, gpu: str | None = None) -> str:
+    """progress.jsonl's id of one trial; `gpu` prefixes it in a sweep over two or more GPU
+    kinds, whose trials are kept apart."""
+    where = f"{gpu}|" if gpu else ""
     if config is None:
-        return f"{case.name}|{kind}"
+        return f"{where}{case.name}|{kind}"
     compiled = dataclasses.replace(config, kv_splits=1).to_dict()
-    return f"{case.name}|{kind}|{json.dumps(compiled, sort_keys=True)}"
+    return f"{where}{case.name}|{kind}|{json.dumps(compiled, sort_keys=True)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Devices:
+    """Time on these GPUs of this machine (indices as this process sees them; None: all of
+    them), one worker process each."""
+
+    indices: tuple[int, ...] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RayCluster:
+    """Compile and time on a Ray cluster: "auto" (the one this machine runs, else a new local
+    one) or a cluster's address."""
+
+    address: str = "auto"
 
 
 @dataclasses.dataclass
@@ -180,10 +172,15 @@ class SweepOptions:
     axes: Axes = dataclasses.field(default_factory=Axes)
     sparse_axes: SparseAxes = dataclasses.field(default_factory=SparseAxes)
     reps: int = 20
-    jobs: int | None = None
+    jobs: int | None = None  # compile processes (default: the cores this process may use)
     db_path: Path | None = None  # default: the user's tuning database
     in_process: bool = False  # run trials here instead of a worker process (tests)
     executor: object | None = None  # anything with call(method, *args): replaces the worker
+    # Where the sweep runs: None (compiles here, trials on the current GPU in one worker),
+    # Devices (trials on several GPUs of this machine) or RayCluster (compiles and trials there)
+    placement: Devices | RayCluster | None = None
+    trials: str = TRIALS  # what a worker process runs trials with ("module:Class"; tests)
+    worker_status: bool = False  # a status line per worker under the progress bar
     seed: int = 0
     also_fit: tuple[str, ...] = FIT_ARCHS  # archs every kept config must also fit
     # Time budgets (None: none). case_seconds: seconds of variant trials per case. seconds: the
@@ -206,15 +203,79 @@ def gpu_present() -> bool:
     return torch.cuda.is_available()
 
 
+def gpu_count() -> int:
+    """GPUs this process sees (0 without torch)."""
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count()
+
+
 CASE_RESERVE_S = 8.0  # per case, beside its variant trials: baseline, graph replays, spill check
+
+
+class LocalPlacement:
+    """Compiles in a process pool here; trials on this machine's GPUs, a worker process each
+    (the current GPU alone, unless Devices names them)."""
+
+    def __init__(self, options: SweepOptions):
+        self.options = options
+
+    def has_gpu(self) -> bool:
+        return gpu_present()
+
+    def native_arch(self) -> str:
+        return "native"
+
+    def compiler(self) -> LocalCompiler:
+        return LocalCompiler(self.options.jobs)
+
+    def slots(self) -> list[Slot]:
+        from kgen.tune.worker import InProcessExecutor, WorkerExecutor
+
+        options = self.options
+        if options.executor is not None:
+            return [Slot("cuda:0", options.executor)]
+        if options.in_process:
+            return [Slot("cuda:0", InProcessExecutor())]
+        placement = options.placement
+        if placement is None:
+            return [Slot("cuda:0", WorkerExecutor(trials=options.trials))]
+        indices = placement.indices
+        if indices is None:
+            indices = tuple(range(gpu_count()))
+        slots = [Slot(f"cuda:{i}", WorkerExecutor(i, trials=options.trials)) for i in indices]
+        for slot in slots:  # all at once, here: they start side by side, SIGINT ignored
+            slot.executor.start()
+        return slots
+
+    def close(self) -> None:
+        pass
+
+
+def _placement(options: SweepOptions):
+    if isinstance(options.placement, RayCluster):
+        from kgen.tune.cluster import RayPlacement  # Ray is imported only for a Ray sweep
+
+        return RayPlacement(options.placement.address, options)
+    return LocalPlacement(options)
 
 
 def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = None) -> dict:
     options = options or SweepOptions()
     deadline = None if options.seconds is None else time.time() + options.seconds
     out_dir.mkdir(parents=True, exist_ok=True)
-    compile_only = (not gpu_present()) if options.compile_only is None else options.compile_only
-    arch = resolve_arch(options.arch or ("sm_120" if compile_only else "native"))
+    place = _placement(options)
+    try:
+        return _sweep(cases, out_dir, options, place, deadline)
+    finally:
+        place.close()
+
+
+def _sweep(cases, out_dir: Path, options: SweepOptions, place, deadline) -> dict:
+    compile_only = (not place.has_gpu()) if options.compile_only is None else options.compile_only
+    arch = resolve_arch(options.arch or ("sm_120" if compile_only else place.native_arch()))
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "kgen": __version__,
@@ -229,45 +290,69 @@ def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = N
         family = family_of(case.spec)
         configs = family.enumerate(case.spec, options)
         pruned[case.name] = family.prune(case.spec, configs, arch, also)
-    pairs = sorted({(c.spec, cfg) for c in cases for cfg in pruned[c.name].kept}, key=repr)
+    # case by case, those with the fewest variants first (a spec shared by cases goes with the
+    # first), so that the first cases are done, and said, within the first minute
+    by_size = sorted(cases, key=lambda c: len(pruned[c.name].kept))
+    pairs = list(dict.fromkeys((c.spec, cfg) for c in by_size for cfg in pruned[c.name].kept))
     progress = Progress(out_dir / "progress.jsonl")
     resumed = sum(compile_id(arch.name, s, c) in progress.done for s, c in pairs)
     refused = sum(len(p.refused) for p in pruned.values())
+    compiler = place.compiler()
     tqdm.write(
         f"{meta['mode']} sweep for {arch.name}: {len(cases)} cases, {len(pairs)} variants to "
         f"compile ({refused} refused before compiling"
         + (f"; {resumed} compiled before, resumed from {progress.path}" if resumed else "")
-        + "); Ctrl-C stops, the same command resumes"
+        + f") on {compiler.status()}; Ctrl-C stops, the same command resumes"
+    )
+    ledger: dict = {}
+    bar = tqdm(
+        total=len(pairs),
+        initial=resumed,
+        desc=f"compile {arch.name}",
+        unit="step",
+        dynamic_ncols=True,
     )
     try:
-        compiled = compile_space(pairs, arch.name, options.jobs, progress)
-    except KeyboardInterrupt:
-        done = sum(compile_id(arch.name, s, c) in progress.done for s, c in pairs)
-        raise SweepInterrupted(f"{done} of {len(pairs)} variants compiled", progress.path) from None
-    report = {"meta": meta, "cases": []}
-    for case in cases:
-        report["cases"].append(
-            {
-                "name": case.name,
-                "family": family_of(case.spec).name,
-                "spec": case.spec.to_dict(),
-                "batch": case.batch,
-                "prefix": case.prefix,
-                "variants": [
-                    {"config": cfg.to_dict(), **compiled[(case.spec, cfg)]}
-                    for cfg in pruned[case.name].kept
-                ],
-                "refused": [
-                    {"config": cfg.to_dict(), "reason": why}
-                    for cfg, why in pruned[case.name].refused
-                ],
-            }
-        )
-    if not compile_only:
         try:
-            _time_cases(cases, report, arch, progress, options, deadline)
+            compiled = compile_space(
+                pairs,
+                arch.name,
+                progress=progress,
+                bar=bar,
+                compiler=compiler,
+                on_result=_case_teller(cases, pruned),
+                ledger=ledger,
+            )
         except KeyboardInterrupt:
-            raise SweepInterrupted(_timed(cases, report, progress), progress.path) from None
+            done = sum(compile_id(arch.name, s, c) in progress.done for s, c in pairs)
+            raise SweepInterrupted(
+                f"{done} of {len(pairs)} variants compiled", progress.path
+            ) from None
+        report = {"meta": meta, "cases": []}
+        for case in cases:
+            report["cases"].append(
+                {
+                    "name": case.name,
+                    "family": family_of(case.spec).name,
+                    "spec": case.spec.to_dict(),
+                    "batch": case.batch,
+                    "prefix": case.prefix,
+                    "variants": [
+                        {"config": cfg.to_dict(), **compiled[(case.spec, cfg)]}
+                        for cfg in pruned[case.name].kept
+                    ],
+                    "refused": [
+                        {"config": cfg.to_dict(), "reason": why}
+                        for cfg, why in pruned[case.name].refused
+                    ],
+                }
+            )
+        if not compile_only:
+            TimingPhase(cases, report, arch, progress, options, deadline, bar, place).run()
+    finally:
+        bar.close()
+    meta["time"] = _ledger_rows(ledger, report.get("workers", []))
+    report.pop("workers", None)
     results = out_dir / "results.json"
     partial = results.with_name(".results.json.tmp")  # a reader never sees half a file
     partial.write_text(json.dumps(report, indent=1))
@@ -275,17 +360,53 @@ def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = N
     return report
 
 
-def _timed(cases: list[Case], report: dict, progress: Progress) -> str:
-    """How many of the sweep's trials (each case's default and distinct variants) are done."""
-    done = total = 0
-    for case, entry in zip(cases, report["cases"], strict=True):
-        variants = [v for v in entry["variants"] if v["status"] == "compiled"]
-        total += 1 + len(_distinct(family_of(case.spec), variants)[0])
-        done += sum(
-            key.startswith((f"{case.name}|variant|", f"{case.name}|default|"))
-            for key in progress.done
-        )
-    return f"{done} of {total} trials timed"
+def _ledger_rows(ledger: dict, workers: list[dict]) -> dict:
+    """results.json's meta.time: the compile phase (its wall time and each compile worker's
+    busy seconds) and each GPU worker's summary."""
+    compile_workers = ledger.get("compile_workers", {})
+    return {
+        "compile_wall_s": ledger.get("compile_wall_s", 0.0),
+        "compiled": ledger.get("compiled", 0),
+        "compile_where": ledger.get("compile_where", ""),
+        "compile_busy_s": sum(compile_workers.values()),
+        "compile_workers": len(compile_workers),
+        "gpu_workers": workers,
+    }
+
+
+def _case_teller(cases: list[Case], pruned: dict) -> Callable[[tuple, dict], None]:
+    """An on_result for compile_space that says, as each case's last variant is compiled, what
+    its variants came to (so the first lines come within a minute of the start)."""
+    waiting = {c.name: {(c.spec, cfg) for cfg in pruned[c.name].kept} for c in cases}
+    rows: dict = {}
+
+    def tell(pair: tuple, row: dict) -> None:
+        rows[pair] = row
+        for case in cases:
+            left = waiting.get(case.name)
+            if left is None or pair not in left:
+                continue
+            left.discard(pair)
+            if not left:
+                del waiting[case.name]
+                kept = pruned[case.name].kept
+                tqdm.write(_case_line(case.name, [rows[(case.spec, c)] for c in kept]))
+
+    return tell
+
+
+def _case_line(name: str, rows: list[dict]) -> str:
+    ok = [r for r in rows if r.get("status") == "compiled"]
+    spilling = sum(1 for r in ok if r.get("spills"))
+    occupancy = max((r.get("occupancy") or 0 for r in ok), default=0)
+    regs = [r["registers"] for r in ok if r.get("registers") is not None]
+    return (
+        f"{name}: {len(ok)} of {len(rows)} variants compiled"
+        + (f", {len(rows) - len(ok)} failed" if len(ok) < len(rows) else "")
+        + f", {spilling} spill"
+        + (f", {min(regs)}-{max(regs)} registers" if regs else "")
+        + f", best occupancy {occupancy:.0%}"
+    )
 
 
 def _blocks_per_sm(variant: dict) -> int:
@@ -303,93 +424,263 @@ def _case_budget(options: SweepOptions, deadline: float | None, cases_left: int)
     return min(budgets) if budgets else None
 
 
-def _time_cases(
-    cases: list[Case],
-    report: dict,
-    arch,
-    progress: Progress,
-    options: SweepOptions,
-    deadline: float | None = None,
-) -> None:
-    from kgen.tune.worker import InProcessExecutor, WorkerExecutor
+@dataclasses.dataclass
+class Lane:
+    """The GPUs of one kind: they share every case's trials, and their winners are recorded
+    under their name."""
 
-    executor = options.executor or (InProcessExecutor() if options.in_process else WorkerExecutor())
-    db = TuningDB(options.db_path) if options.db_path else TuningDB.user()
-    try:
-        gpu, sms = executor.call("gpu")
-        report["meta"]["gpu"] = gpu
-        if "ceilings" not in progress.done:
-            progress.add({"id": "ceilings", **executor.call("ceilings")})
-        report["meta"]["ceilings"] = progress.done["ceilings"]
-        seed = options.seed
-        for n, (case, entry) in enumerate(zip(cases, report["cases"], strict=True)):
-            started = time.time()
-            budget = _case_budget(options, deadline, len(cases) - n)
-            family = family_of(case.spec)
-            default = family.default(case, arch, sms)
-            variants = [v for v in entry["variants"] if v["status"] == "compiled"]
-            configs, entry["twins"] = _distinct(family, variants)
-            if budget is not None:
-                random.Random(case.name).shuffle(configs)
-            blocks = {
-                family.config_type.from_dict(v["config"]): _blocks_per_sm(v) for v in variants
-            }
-            jobs = [("default", default, [default.kv_splits])]
-            jobs += [
-                ("variant", cfg, family.splits(case, cfg, sms, blocks[cfg])) for cfg in configs
-            ]
-            untimed = 0
-            for kind, cfg, splits in tqdm(
-                jobs, desc=f"time {case.name}", unit="variant", dynamic_ncols=True
-            ):
-                key = trial_id(case, kind, cfg)
-                if key in progress.done:
-                    continue
-                if kind == "variant" and budget is not None and time.time() - started > budget:
-                    untimed += 1
-                    continue
-                seed += 1
-                try:
-                    rows = executor.call("variant", case, cfg, splits, seed, options.reps)
-                except TrialCrashed as crash:
-                    rows = [
+    gpu: str
+    sms: int
+    index: int
+    ceilings: dict | None = None
+    started: int = 0  # cases whose trials have begun
+
+
+@dataclasses.dataclass
+class CaseRun:
+    """One case on one lane: its trials, then its graph replays, then its record."""
+
+    case: Case
+    entry: dict
+    lane: Lane
+    order: int
+    prefix: str | None  # the lane's GPU name in progress ids, where there are several lanes
+    default: object = None
+    configs: list = dataclasses.field(default_factory=list)
+    outstanding: int = 0
+    stage: str = "trials"
+    started: float | None = None
+    budget: float | None = None
+    untimed: int = 0
+
+    def key(self, kind: str, config=None) -> str:
+        return trial_id(self.case, kind, config, self.prefix)
+
+
+class TimingPhase:
+    """Check and time every case's variants on the GPUs (a Dealer of worker slots), summarise
+    each case as its trials end, replay its best and default from a CUDA graph, and record the
+    winner. The driver alone writes progress.jsonl and the tuning database."""
+
+    def __init__(self, cases, report, arch, progress, options, deadline, bar, place):
+        self.cases, self.report, self.arch = cases, report, arch
+        self.progress, self.options, self.deadline = progress, options, deadline
+        self.bar, self.place = bar, place
+        self.seed = options.seed
+        self.db = TuningDB(options.db_path) if options.db_path else TuningDB.user()
+        self.runs: list[CaseRun] = []
+        self.status: dict[str, tqdm] = {}
+
+    def run(self) -> None:
+        slots = self.place.slots()
+        self.dealer = Dealer(slots, prepare=self._prepare, on_state=self._on_state)
+        try:
+            self._deal(slots)
+        except KeyboardInterrupt:
+            self.dealer.close()
+            raise SweepInterrupted(self._timed(), self.progress.path) from None
+        finally:
+            self.dealer.close()
+            self.report["workers"] = [s.summary() for s in slots]
+            for line in self.status.values():
+                line.close()
+
+    def _on_state(self, slot: Slot) -> None:
+        if not self.options.worker_status:
+            return
+        line = self.status.get(slot.label)
+        if line is None:
+            line = self.status[slot.label] = tqdm(
+                total=0, position=len(self.status) + 1, bar_format="{desc}", leave=False
+            )
+        line.set_description_str(f"  {slot.label} ({slot.kind or '?'}): {slot.state}")
+
+    def _deal(self, slots: list[Slot]) -> None:
+        for slot in slots:
+            self.dealer.put(Job("gpu", pin=slot.label, priority=(-2,)))
+        sms: dict[str, int] = {}
+        for done in self.dealer.results():
+            if done.error is not None:
+                raise RuntimeError(f"{done.slot} could not start: {done.error}")
+            gpu, sms[done.slot] = done.value
+            self.dealer.slots[done.slot].kind = gpu
+        found: dict[str, int] = {}  # GPU kind: SMs, in the order of the kind's first GPU
+        for slot in slots:
+            found.setdefault(slot.kind, sms[slot.label])
+        lanes = [Lane(gpu, count, n) for n, (gpu, count) in enumerate(found.items())]
+        meta = self.report["meta"]
+        meta["gpu"] = lanes[0].gpu
+        meta["devices"] = {s.label: s.kind for s in slots}
+        several = len(lanes) > 1
+        for lane in lanes:
+            key = f"ceilings|{lane.gpu}" if several else "ceilings"
+            if key in self.progress.done:
+                lane.ceilings = self.progress.done[key]
+            else:
+                self.dealer.put(Job("ceilings", kind=lane.gpu, priority=(-1,), tag=(key, lane)))
+        bases = self.report["cases"]
+        entries = []
+        for lane in lanes:
+            for order, (case, base) in enumerate(zip(self.cases, bases, strict=True)):
+                entry = base if lane.index == 0 else json.loads(json.dumps(base))
+                entry["gpu"] = lane.gpu
+                entries.append(entry)
+                self.runs.append(CaseRun(case, entry, lane, order, lane.gpu if several else None))
+        self.report["cases"] = entries
+        self.bar.set_description_str("time")
+        self.bar.unit = "step"
+        for run in self.runs:
+            self._plan(run)
+        for done in self.dealer.results():
+            self._finish(done)
+        meta["ceilings"] = lanes[0].ceilings
+        for run in self.runs:
+            if several:
+                run.entry["ceilings"] = run.lane.ceilings
+
+    def _plan(self, run: CaseRun) -> None:
+        """Queue a case's trials: the heuristic's default first, then each distinct variant
+        (shuffled where there is a budget), then plain torch."""
+        case, lane = run.case, run.lane
+        family = family_of(case.spec)
+        run.default = family.default(case, self.arch, lane.sms)
+        variants = [v for v in run.entry["variants"] if v["status"] == "compiled"]
+        run.configs, run.entry["twins"] = _distinct(family, variants)
+        if self.options.case_seconds is not None or self.deadline is not None:
+            random.Random(case.name).shuffle(run.configs)
+        blocks = {family.config_type.from_dict(v["config"]): _blocks_per_sm(v) for v in variants}
+        jobs = [("default", run.default, [run.default.kv_splits])]
+        jobs += [
+            ("variant", cfg, family.splits(case, cfg, lane.sms, blocks[cfg])) for cfg in run.configs
+        ]
+        jobs.append(("torch", None, None))
+        self.bar.total += len(jobs) + 2
+        for n, (kind, cfg, splits) in enumerate(jobs):
+            key = run.key(kind, cfg)
+            if key in self.progress.done:
+                self.bar.update()
+                continue
+            method = "baseline" if kind == "torch" else "variant"
+            run.outstanding += 1
+            self.dealer.put(
+                Job(
+                    method,
+                    kind=lane.gpu,
+                    priority=(run.order, 0, n),
+                    tag=(f"{case.name} {kind}", run, kind, cfg, splits, key),
+                )
+            )
+        if not run.outstanding:
+            self._advance(run)
+
+    def _prepare(self, job: Job) -> tuple | None:
+        """A job's arguments, made as a slot takes it (its seed drawn now, as in a sweep on one
+        GPU); None leaves a variant untimed, past its case's budget."""
+        if job.method in ("gpu", "ceilings"):
+            return ()
+        _, run, kind, cfg, splits, _ = job.tag
+        if run.started is None:
+            run.started = time.time()
+            cases_left = sum(r.lane is run.lane for r in self.runs) - run.lane.started
+            run.budget = _case_budget(self.options, self.deadline, cases_left)
+            run.lane.started += 1
+        if job.method == "baseline":
+            return (run.case, self.seed + 1, self.options.reps)
+        if job.method == "graph":
+            return (run.case, cfg, self.seed + 2)
+        if kind == "variant" and run.budget is not None and time.time() - run.started > run.budget:
+            run.untimed += 1
+            return None
+        self.seed += 1
+        return (run.case, cfg, splits, self.seed, self.options.reps)
+
+    def _finish(self, done: Done) -> None:
+        job = done.job
+        if job.method == "ceilings":
+            key, lane = job.tag
+            if done.error is not None:
+                raise RuntimeError(f"measuring the ceilings on {done.slot} failed: {done.error}")
+            self.progress.add({"id": key, **done.value})
+            lane.ceilings = self.progress.done[key]
+            return
+        _, run, kind, cfg, splits, key = job.tag
+        self.bar.update()
+        if not done.skipped:
+            failure = None if done.error is None else str(done.error)[-2000:]
+            if job.method == "variant":
+                rows = (
+                    done.value
+                    if failure is None
+                    else [
                         {
                             "config": dataclasses.replace(cfg, kv_splits=s).to_dict(),
                             "status": "failed",
-                            "detail": str(crash)[-2000:],
+                            "detail": failure,
                         }
                         for s in splits
                     ]
-                progress.add({"id": key, "kind": kind, "rows": rows})
-            if trial_id(case, "torch") not in progress.done:
-                try:
-                    row = executor.call("baseline", case, seed + 1, options.reps)
-                except TrialCrashed as crash:
-                    row = {"status": "failed", "detail": str(crash)[-2000:]}
-                progress.add({"id": trial_id(case, "torch"), "row": row})
-            _summarise(case, entry, progress, default, options.also_fit)
-            entry["untimed"] = untimed
-            if untimed:
-                tqdm.write(
-                    f"{case.name}: {untimed} of {len(configs)} variants left untimed "
-                    f"(over its {budget:.0f} s budget)"
                 )
-            for kind in ("best", "default"):
+                rows = [{**r, "device": done.device} for r in rows]
+                self.progress.add({"id": key, "kind": kind, "rows": rows})
+            else:
+                row = done.value if failure is None else {"status": "failed", "detail": failure}
+                self.progress.add({"id": key, "row": {**row, "device": done.device}})
+        run.outstanding -= 1
+        if not run.outstanding:
+            self._advance(run)
+
+    def _advance(self, run: CaseRun) -> None:
+        """A case whose trials are all in: summarise it and queue its graph replays; one whose
+        replays are in: record its winner."""
+        case, entry = run.case, run.entry
+        family = family_of(case.spec)
+        if run.stage == "trials":
+            run.stage = "graphs"
+            _summarise(case, entry, self.progress, run.default, self.options.also_fit, run.prefix)
+            entry["untimed"] = run.untimed
+            if run.untimed:
+                tqdm.write(
+                    f"{case.name}: {run.untimed} of {len(run.configs)} variants left untimed "
+                    f"(over its {run.budget:.0f} s budget)"
+                )
+            for n, kind in enumerate(("best", "default")):
                 chosen = entry.get(kind)
-                config = family.config_type.from_dict(chosen["config"]) if chosen else None
-                gid = trial_id(case, f"graph-{kind}", config) if chosen else None
-                if chosen and gid not in progress.done:
-                    try:
-                        graph = executor.call("graph", case, config, seed + 2)
-                    except TrialCrashed as crash:
-                        graph = {"status": "failed", "detail": str(crash)[-2000:]}
-                    progress.add({"id": gid, "row": graph})
-                if chosen:
-                    chosen["graph"] = progress.done[gid]["row"]
-            record_best(db, case, entry, report["meta"])
-            entry["seconds"] = time.time() - started
-    finally:
-        executor.close()
+                if not chosen:
+                    self.bar.update()
+                    continue
+                config = family.config_type.from_dict(chosen["config"])
+                key = run.key(f"graph-{kind}", config)
+                if key in self.progress.done:
+                    self.bar.update()
+                    continue
+                run.outstanding += 1
+                self.dealer.put(
+                    Job(
+                        "graph",
+                        kind=run.lane.gpu,
+                        priority=(run.order, -1, n),  # before the next case's trials
+                        tag=(f"{case.name} graph", run, f"graph-{kind}", config, None, key),
+                    )
+                )
+            if run.outstanding:
+                return
+        for kind in ("best", "default"):
+            chosen = entry.get(kind)
+            if chosen:
+                config = family.config_type.from_dict(chosen["config"])
+                chosen["graph"] = self.progress.done[run.key(f"graph-{kind}", config)]["row"]
+        record_best(self.db, case, entry, {**self.report["meta"], "gpu": run.lane.gpu})
+        entry["seconds"] = time.time() - (run.started or time.time())
+        run.stage = "done"
+
+    def _timed(self) -> str:
+        """How many of the sweep's trials (each case's default and distinct variants) are done."""
+        done = total = 0
+        for run in self.runs:
+            total += 1 + len(run.configs)
+            prefixes = (run.key("variant") + "|", run.key("default") + "|")
+            done += sum(key.startswith(prefixes) for key in self.progress.done)
+        return f"{done} of {total} trials timed"
 
 
 def record_best(db: TuningDB, case: Case, entry: dict, meta: dict) -> None:
@@ -466,14 +757,20 @@ def _fits_targets(case: Case, row: dict, archs: tuple[str, ...]) -> bool:
 
 
 def _summarise(
-    case: Case, entry: dict, progress: Progress, default, also_fit: tuple[str, ...]
+    case: Case,
+    entry: dict,
+    progress: Progress,
+    default,
+    also_fit: tuple[str, ...],
+    gpu: str | None = None,
 ) -> None:
     """Gather this case's trial rows; the best is the fastest correct one that also fits the
     target archs and compiles there without spills (what is shipped must run well there too)."""
     rows = []
     for kind in ("variant", "default"):
+        prefix = trial_id(case, kind, gpu=gpu) + "|"
         for key, trial in progress.done.items():
-            if key.startswith(f"{case.name}|{kind}|"):
+            if key.startswith(prefix):
                 rows.extend({**r, "kind": kind} for r in trial["rows"])
     entry["trials"] = rows
     correct = [r for r in rows if r["status"] == "ok"]
@@ -482,5 +779,5 @@ def _summarise(
     defaults = [r for r in rows if r["kind"] == "default" and r["status"] == "ok"]
     entry["default"] = defaults[0] if defaults else None
     entry["default_config"] = default.to_dict()
-    entry["torch"] = progress.done[trial_id(case, "torch")]["row"]
+    entry["torch"] = progress.done[trial_id(case, "torch", gpu=gpu)]["row"]
     entry["wrong"] = [r for r in rows if r["status"] in ("wrong", "failed")]

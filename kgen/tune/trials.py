@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -79,11 +80,26 @@ SIDES = {
 
 
 class Trials:
-    """Trial runner bound to one GPU (the current one)."""
+    """Trial runner bound to one GPU (the current one). It keeps the seconds it spends checking
+    against the oracle (inputs, oracle, checked run) and timing, for the sweep's summary of
+    where time went (take_spent)."""
 
     def __init__(self, flush: str = "write"):
         self.device = torch.device("cuda", device.current())
         self.timer = Timer(self.device, flush)
+        self._spent = {"verify": 0.0, "time": 0.0}
+        self._mark = time.perf_counter()
+
+    def _lap(self, kind: str) -> None:
+        """Count the seconds since the last lap as `kind`."""
+        now = time.perf_counter()
+        self._spent[kind] += now - self._mark
+        self._mark = now
+
+    def take_spent(self) -> dict[str, float]:
+        """Seconds spent verifying and timing since last asked."""
+        spent, self._spent = self._spent, {"verify": 0.0, "time": 0.0}
+        return spent
 
     def gpu(self) -> tuple[str, int]:
         """The GPU's name and SM count."""
@@ -94,6 +110,7 @@ class Trials:
 
     def variant(self, case: Case, config, splits: list[int], seed: int, reps: int) -> list[dict]:
         """Check and time `config` at each split count on one fresh workload."""
+        self._mark = time.perf_counter()
         family, side = family_of(case.spec), SIDES[family_of(case.spec).name]
         w = side.workload(case, self.device, seed)
         ref = [x.cpu().numpy() for x in side.reference(w)]
@@ -110,14 +127,18 @@ class Trials:
             except AssertionError as err:
                 results.append({**row, "status": "wrong", "detail": str(err)})
                 continue
+            finally:
+                self._lap("verify")
             timing = self.timer.flushed(
                 lambda k=kernel, o=out, s=lse: k(*args, out=o, lse=s, **keywords), reps=reps
             )
+            self._lap("time")
             results.append({**row, "status": "ok", **timing.to_dict()})
         return results
 
     def graph(self, case: Case, config, seed: int) -> dict:
         """Per-call time of `config` replayed from a CUDA graph over rotated inputs."""
+        self._mark = time.perf_counter()
         family, side = family_of(case.spec), SIDES[family_of(case.spec).name]
         kernel = family.build(case.spec, config, "native")
         first = side.workload(case, self.device, seed)
@@ -129,10 +150,13 @@ class Trials:
             lambda a=a, o=o: kernel(*a[0], out=o[0], lse=o[1], **a[1])
             for a, o in zip(args, outputs, strict=True)
         ]
-        return {**self.timer.graph(calls).to_dict(), "rotated_inputs": copies}
+        timing = self.timer.graph(calls)
+        self._lap("time")
+        return {**timing.to_dict(), "rotated_inputs": copies}
 
     def baseline(self, case: Case, seed: int, reps: int) -> dict:
         """The plain torch implementation (gather + bmm + softmax + bmm in the same dtype)."""
+        self._mark = time.perf_counter()
         side = SIDES[family_of(case.spec).name]
         w = side.workload(case, self.device, seed)
         ref = [x.cpu().numpy() for x in side.reference(w)]
@@ -142,7 +166,9 @@ class Trials:
             error, detail = check_attention(_np(out), _np(lse), *ref, case.spec.dtype), ""
         except AssertionError as err:
             error, detail = float("nan"), str(err)
+        self._lap("verify")
         timing = self.timer.flushed(lambda: side.baseline(prepared), reps=reps)
+        self._lap("time")
         return {
             "status": "ok",
             "error": error,
