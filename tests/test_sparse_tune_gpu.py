@@ -5,7 +5,7 @@ capture (where it must not benchmark)."""
 import pytest
 
 from kgen.mla import SparseSpec, sparse_attention
-from kgen.mla.choose import choose_sparse_config
+from kgen.mla.choose import choose, choose_sparse_config
 from kgen.mla.sparse.kernel import SparseKernel
 from kgen.mla.sparse.workload import make_sparse_workload
 from kgen.tune.space import Case
@@ -62,7 +62,7 @@ def test_tiny_sparse_sweep_ranks_only_correct_variants_and_auto_uses_the_winner(
     monkeypatch.setattr(SparseKernel, "__call__", call)
 
     monkeypatch.setenv("KGEN_TUNING_DB", str(tmp_path / "db.json"))
-    choose_sparse_config.cache_clear()
+    choose.cache_clear()  # (choose_sparse_config is choose for the sparse family)
     w = make_sparse_workload(SparseSpec(heads=16, topk=260), 2, seed=5)  # same bucket: k512
     picked = choose_sparse_config(w.spec, 2, w.q.device.index)
     assert picked.to_dict() == entry["best"]["config"]
@@ -76,7 +76,7 @@ def test_tiny_sparse_sweep_ranks_only_correct_variants_and_auto_uses_the_winner(
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(out, expected[0]) and torch.equal(lse, expected[1])
-    choose_sparse_config.cache_clear()
+    choose.cache_clear()  # (choose_sparse_config is choose for the sparse family)
 
 
 def test_the_sparse_oracle_on_the_gpu_matches_it_on_the_cpu():

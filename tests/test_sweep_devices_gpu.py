@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from kgen.mla import Spec
-from kgen.mla.tuning import TuningDB, bucket
+from kgen.mla.dense import bucket
+from kgen.mla.tuning import TuningDB
 from kgen.tune.space import Axes, Case
 from kgen.tune.sweep import Devices, SweepOptions, gpu_count, run_sweep
 

@@ -4,7 +4,7 @@ stored winner (also inside CUDA-graph capture, where it must not benchmark)."""
 import pytest
 
 from kgen.mla import Spec, attention
-from kgen.mla.choose import choose_config
+from kgen.mla.choose import choose, choose_config
 from kgen.mla.kernel import MLAKernel
 from kgen.mla.workload import make_workload
 from kgen.tune.space import Axes, Case
@@ -47,7 +47,7 @@ def test_tiny_sweep_ranks_only_correct_variants_and_auto_uses_the_winner(tmp_pat
     monkeypatch.setattr(MLAKernel, "__call__", call)
 
     monkeypatch.setenv("KGEN_TUNING_DB", str(tmp_path / "db.json"))
-    choose_config.cache_clear()
+    choose.cache_clear()  # (choose_config is choose for the dense family)
     w = make_workload(case.spec, case.seq_lens, seed=5)
     picked = choose_config(case.spec, case.batch, case.max_len, w.q.device.index)
     assert picked.to_dict() == entry["best"]["config"]
@@ -61,4 +61,4 @@ def test_tiny_sweep_ranks_only_correct_variants_and_auto_uses_the_winner(tmp_pat
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(out, expected[0]) and torch.equal(lse, expected[1])
-    choose_config.cache_clear()
+    choose.cache_clear()  # (choose_config is choose for the dense family)
