@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kgen.mla.tuning import TuningDB, bucket
+from kgen.mla.dense import bucket
+from kgen.mla.tuning import TuningDB
 from kgen.tune.dispatch import Dealer, Job, Slot
 from kgen.tune.report import summary_table
 from kgen.tune.sweep import SweepOptions, run_sweep
