@@ -725,3 +725,15 @@ def test_the_compact_space_holds_every_shipped_winner_and_is_what_the_docs_say()
             kept = family.prune(case.spec, family.enumerate(case.spec, options), sm120, ()).kept
             variants |= {(case.spec, config) for config in kept}
         assert len(variants) == size
+
+
+def test_draft_rows_past_three_tiles_are_swept_in_token_groups_that_fit_sm120():
+    """q_len 49-64: the space holds token-grouped blocks (the heuristic's default there), and
+    sm_120's pruning keeps some; shorter drafts get none."""
+    from kgen.tune.space import COMPACT_AXES
+
+    long = Spec(heads=16, q_len=57, mask="tree", dtype="bfloat16")
+    kept = prune(long, enumerate_configs(long, COMPACT_AXES), ARCHS["sm_120"]).kept
+    assert kept and any(c.token_groups == 2 for c in kept)
+    short = Spec(heads=16, q_len=16, mask="tree", dtype="bfloat16")
+    assert all(c.token_groups == 1 for c in enumerate_configs(short))

@@ -102,6 +102,9 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
         if proc.is_alive():
             proc.kill()
             proc.join()
+    # The pool's manager thread sees its workers gone and ends; waiting for it keeps the
+    # interpreter's exit hook from waking it through a pipe it has closed (a traceback at exit).
+    pool.shutdown(wait=True)
 
 
 def _spawn():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
@@ -51,6 +51,9 @@ class Axes:
     # their KV tile ring on a block barrier a tile (0) or a barrier a stage, row groups up to a
     # tile apart (opt-in: kgen sweep --ring-slack 0 1)
     ring_slack: tuple[int, ...] = (0,)
+    # mma "rows" blocks: the draft tokens cut into this many token groups, where q_len is past
+    # three m16 tiles of one head's rows (49-64: what fits sm_120 unspilled, kgen.mla.heuristic)
+    token_groups: tuple[int, ...] = (1, 2)
 
 
 # `kgen sweep --space`: the default, compact space holds, on each axis where every shipped
@@ -277,6 +280,14 @@ def enumerate_configs(spec: Spec, axes: Axes = Axes()) -> list[Config]:
                 for f in axes.softmax
                 for m in axes.merge
                 for k in axes.ring_slack
+            ]
+        if spec.q_len > 48:
+            configs += [
+                replace(config, token_groups=g)
+                for g in axes.token_groups
+                if g > 1
+                for config in configs
+                if config.compute == "mma" and config.body == "rows" and config.num_warps != 12
             ]
     return [config for config in configs if allows(spec, config)]
 
