@@ -82,5 +82,4 @@ def read_rows(w: SparseWorkload, key: int = 0x9E3779B9) -> Gather:
         ]
         grid = (-(-topk // ROWS), batch * q_len, 1)
         launches.append((grid, args, (cache_rows, indices, lengths)))
-    # what it reads: the listed entries within their rows' lengths, whole rows
-    return Gather(launches, w.q.device.index, sink, w.listed() * fmt.token_bytes)
+    return Gather(launches, w.q.device.index, sink, w.gathered_bytes())
