@@ -702,9 +702,11 @@ def test_the_compact_space_holds_every_shipped_winner_and_is_what_the_docs_say()
     takes (the merge aside: neither space sweeps the PDL merge unasked), and is as large as
     docs/cli.md and the README say (1,148 variants of the default grid for sm_120; 4,172 full)."""
     from kgen.mla.tuning import SHIPPED
+    from kgen.tune.cli import parse_sweep
     from kgen.tune.family import family_of
     from kgen.tune.space import COMPACT_AXES
     from kgen.tune.sparse_space import COMPACT_SPARSE_AXES, SparseAxes
+    from kgen.tune.sweep import sweep_variants
 
     compact = SweepOptions(axes=COMPACT_AXES, sparse_axes=COMPACT_SPARSE_AXES)
     full = SweepOptions(axes=Axes(), sparse_axes=SparseAxes())
@@ -717,14 +719,12 @@ def test_the_compact_space_holds_every_shipped_winner_and_is_what_the_docs_say()
         config = family.config_type.from_dict({**entry["config"], "kv_splits": 1, "merge": "fused"})
         assert config in family.enumerate(case.spec, full)
         assert config in family.enumerate(case.spec, compact), (case.name, config.short_name())
-    sm120 = ARCHS["sm_120"]
-    for options, size in ((compact, 1148), (full, 4172)):
-        variants = set()
-        for case in grid.values():
-            family = family_of(case.spec)
-            kept = family.prune(case.spec, family.enumerate(case.spec, options), sm120, ()).kept
-            variants |= {(case.spec, config) for config in kept}
-        assert len(variants) == size
+    # what the README's main job compiles, as `kgen sweep` plans it
+    for argv, size in (([], 1148), (["--space", "full"], 4172)):
+        cases, options = parse_sweep(argv)
+        assert [c.name for c in cases] == list(grid) and options.arch is None
+        pairs, _ = sweep_variants(cases, options, ARCHS["sm_120"])
+        assert len(pairs) == len(set(pairs)) == size
 
 
 def test_draft_rows_past_three_tiles_are_swept_in_token_groups_that_fit_sm120():

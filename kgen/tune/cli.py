@@ -524,6 +524,16 @@ class _Stop:
         return False
 
 
+def parse_sweep(argv: list[str]) -> tuple[list, object]:
+    """The cases and SweepOptions `kgen sweep ARGV` would run, checked as it checks them (a
+    misuse exits with its message): for tools that drive the sweep's parts themselves."""
+    parser = argparse.ArgumentParser(prog="kgen")
+    add_sweep_parser(parser.add_subparsers())
+    args = parser.parse_args(["sweep", *argv])
+    cases = _cases(args, args.parser.error)
+    return cases, _options(args, cases, args.parser.error)
+
+
 def _run(args) -> int:
     from kgen.tune.dispatch import PlacementError
     from kgen.tune.report import plot, summary_table, time_summary, write_csv

@@ -273,6 +273,22 @@ def run_sweep(cases: list[Case], out_dir: Path, options: SweepOptions | None = N
         place.close()
 
 
+def sweep_variants(cases: list[Case], options: SweepOptions, arch) -> tuple[list[tuple], dict]:
+    """What a sweep of `cases` compiles for `arch` (an Arch): the (spec, config) pairs in the
+    order it compiles them, and each case's pruning (case name -> kept and refused configs)."""
+    also = tuple(resolve_arch(a) for a in options.also_fit if a != arch.name)
+    pruned = {}
+    for case in cases:
+        family = family_of(case.spec)
+        configs = family.enumerate(case.spec, options)
+        pruned[case.name] = family.prune(case.spec, configs, arch, also)
+    # case by case, those with the fewest variants first (a spec shared by cases goes with the
+    # first), so that the first cases are done, and said, within the first minute
+    by_size = sorted(cases, key=lambda c: len(pruned[c.name].kept))
+    pairs = list(dict.fromkeys((c.spec, cfg) for c in by_size for cfg in pruned[c.name].kept))
+    return pairs, pruned
+
+
 def _sweep(cases, out_dir: Path, options: SweepOptions, place, deadline) -> dict:
     compile_only = (not place.has_gpu()) if options.compile_only is None else options.compile_only
     arch = resolve_arch(options.arch or ("sm_120" if compile_only else place.native_arch()))
@@ -284,16 +300,7 @@ def _sweep(cases, out_dir: Path, options: SweepOptions, place, deadline) -> dict
         "mode": "compile-only" if compile_only else "gpu",
     }
 
-    also = tuple(resolve_arch(a) for a in options.also_fit if a != arch.name)
-    pruned = {}
-    for case in cases:
-        family = family_of(case.spec)
-        configs = family.enumerate(case.spec, options)
-        pruned[case.name] = family.prune(case.spec, configs, arch, also)
-    # case by case, those with the fewest variants first (a spec shared by cases goes with the
-    # first), so that the first cases are done, and said, within the first minute
-    by_size = sorted(cases, key=lambda c: len(pruned[c.name].kept))
-    pairs = list(dict.fromkeys((c.spec, cfg) for c in by_size for cfg in pruned[c.name].kept))
+    pairs, pruned = sweep_variants(cases, options, arch)
     progress = Progress(out_dir / "progress.jsonl")
     resumed = sum(compile_id(arch.name, s, c) in progress.done for s, c in pairs)
     refused = sum(len(p.refused) for p in pruned.values())
