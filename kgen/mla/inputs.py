@@ -12,10 +12,18 @@ from kgen.mla.spec import Spec
 
 
 def operands(spec: Spec, vec_width: int = 1) -> tuple[tuple[Operand, ...], tuple[Operand, ...]]:
-    """(inputs, outputs) of a call of `spec`: q, kv_cache, block_table, seq_lens; out, lse. Rows
-    of q, the cache and out are read vec_width elements at a time."""
+    """(inputs, outputs) of a call of `spec`: q, kv_cache, block_table, seq_lens (and k_scale for
+    an "fp8_tensor" cache); out, lse. Rows of q, a 16-bit cache and out are read vec_width
+    elements at a time; an fp8 cache is uint8 [num_pages, page_size, token_bytes] (its format's
+    row, kgen.mla.kv_format)."""
     t, h, d, ps = spec.q_len, spec.heads, spec.head_dim, spec.page_size
     row = vec_width * spec.elem_bytes
+    fmt = spec.format
+    if fmt is None:
+        cache_dtype, width, why_cache = spec.dtype, d, ""
+    else:  # strides of a uint8 cache: elements are bytes
+        cache_dtype, width = "uint8", fmt.token_bytes
+        why_cache = f"an fp8 cache for kv_format={fmt.name!r} (kgen.mla.quantize_fp8)"
     inputs = (
         Operand(
             "q",
@@ -28,10 +36,11 @@ def operands(spec: Spec, vec_width: int = 1) -> tuple[tuple[Operand, ...], tuple
         ),
         Operand(
             "kv_cache",
-            spec.dtype,
-            ("num_pages", ps, d),
-            "num_pages, page_size, latent+rope",
-            align=row,
+            cache_dtype,
+            ("num_pages", ps, width),
+            "num_pages, page_size, latent+rope" if fmt is None else "num_pages, page_size, token",
+            align=row if fmt is None else FP8_ROW_ALIGN,
+            why_dtype=why_cache,
             limits=(
                 Limit("pages", lambda kv: kv.shape[0], INT32_MAX),
                 # offsets inside a page are 32-bit
@@ -62,6 +71,7 @@ def operands(spec: Spec, vec_width: int = 1) -> tuple[tuple[Operand, ...], tuple
             strides=("bt_sb",),
         ),
         Operand("seq_lens", "int32", ("B",), "B", access="last", field="seq_lens"),
+        *scale_operands(spec),
     )
     outputs = (
         Operand(
@@ -76,6 +86,19 @@ def operands(spec: Spec, vec_width: int = 1) -> tuple[tuple[Operand, ...], tuple
         Operand("lse", "float32", ("B", t, h), "B, q_len, heads", access="whole", field="lse"),
     )
     return inputs, outputs
+
+
+FP8_ROW_ALIGN = 16  # an fp8 cache's rows are copied 16 bytes at a time (cp.async)
+
+
+def scale_operands(spec: Spec) -> tuple[Operand, ...]:
+    """k_scale, float32 [1] (a 0-d tensor viewed as [1]): the one scale of an "fp8_tensor" cache,
+    serving K and V; no other cache takes one (the "fp8" rows carry theirs). It follows seq_lens
+    in a call's inputs."""
+    fmt = spec.format
+    if fmt is None or not fmt.tensor_scale:
+        return ()
+    return (Operand("k_scale", "float32", (1,), "1", access="whole", field="k_scale"),)
 
 
 def check_inputs(

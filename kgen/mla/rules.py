@@ -132,6 +132,14 @@ def _token_grouped(spec, config) -> bool:
 
 # The dense family's Config, on its three compute paths
 DENSE = (
+    # the fp8 caches are described (kgen.mla.inputs) but no path's tiles dequantize them: refused
+    # on every config rather than read as 16-bit values (docs/design-space.md, "fp8 caches")
+    Rule(
+        "compute",
+        lambda s, c: s.kv_format == "dtype",
+        "no compute path reads an fp8 cache (Spec.kv_format={spec.kv_format!r}): take "
+        "kv_format='dtype' with kgen.mla.dequantize_fp8's values",
+    ),
     *(_path_rule(field, paths) for field, paths in PATH_AXES.items()),
     Rule(
         "heads_per_block",
