@@ -92,13 +92,18 @@ FP8_ROW_ALIGN = 16  # an fp8 cache's rows are copied 16 bytes at a time (cp.asyn
 
 
 def scale_operands(spec: Spec) -> tuple[Operand, ...]:
-    """k_scale, float32 [1] (a 0-d tensor viewed as [1]): the one scale of an "fp8_tensor" cache,
-    serving K and V; no other cache takes one (the "fp8" rows carry theirs). It follows seq_lens
-    in a call's inputs."""
+    """k_scale, float32 [1] on the device (a 0-d scale, as engines keep it: .reshape(1)): the
+    one scale of an "fp8_tensor" cache, serving K and V, read by the kernel at each launch (so a
+    captured graph follows a new value). Every other cache takes none: described as absent, so
+    passing one is refused by name. It follows seq_lens in a call's inputs."""
     fmt = spec.format
-    if fmt is None or not fmt.tensor_scale:
-        return ()
-    return (Operand("k_scale", "float32", (1,), "1", access="whole", field="k_scale"),)
+    if fmt is not None and fmt.tensor_scale:
+        return (Operand("k_scale", "float32", (1,), "1", access="whole", field="k_scale"),)
+    why = (
+        f"a kv_format={spec.kv_format!r} cache carries no tensor scale: only "
+        "kv_format='fp8_tensor' takes one"
+    )
+    return (Operand("k_scale", "float32", (1,), "-", absent=why),)
 
 
 def check_inputs(
@@ -111,12 +116,13 @@ def check_inputs(
     mask,
     device=None,
     planned: tuple[int, int] | None = None,
+    k_scale=None,
 ) -> None:
     """Every cheap check of a call's inputs (all on `device`, else on q's CUDA device, and of
     the `planned` (batch, max_pages) where given); InputError naming the first bad tensor."""
     inputs, _ = operands(spec, vec)
     fixed = {} if planned is None else {"B": planned[0], "max_pages": planned[1]}
-    tensors = (q, kv_cache, block_table, seq_lens)
+    tensors = (q, kv_cache, block_table, seq_lens, k_scale)
     sizes = check_operands(inputs, tensors, device, fixed)
     check_mask(spec, mask, sizes["B"], q.device)
 
