@@ -144,3 +144,14 @@ def test_the_op_schema_takes_k_scale():
 
     schema = str(torch.ops.kgen.mla_attention.default._schema)
     assert "Tensor? k_scale=None" in schema
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 0.0, -1.0])
+def test_validate_refuses_a_scale_that_is_not_finite_and_positive(value):
+    from kgen.mla.inputs import validate_on_device
+
+    spec, args = Spec(heads=16, page_size=PAGE, kv_format="fp8_tensor"), tensors("fp8_tensor")
+    table, lens = args["block_table"], args["seq_lens"]
+    validate_on_device(spec, args["kv_cache"], table, lens, torch.tensor([0.5]))
+    with pytest.raises(InputError, match=r"k_scale\[0\]=.*must be finite and > 0"):
+        validate_on_device(spec, args["kv_cache"], table, lens, torch.tensor([value]))

@@ -142,7 +142,7 @@ def attention(
         spec = spec_for(q, kv_cache, mask, latent_dim)
         check_inputs(spec, 1, q, kv_cache, block_table, seq_lens, mask, k_scale=k_scale)
         if validate:
-            validate_on_device(spec, kv_cache, block_table, seq_lens)
+            validate_on_device(spec, kv_cache, block_table, seq_lens, k_scale)
     stream = current_stream(index)
     mask_kind = mask if mask is None or isinstance(mask, str) else "tree"
     key = ("attention", shape, q.dtype, kv_cache.dtype, page_size, max_pages, mask_kind, index)

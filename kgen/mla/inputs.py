@@ -1,9 +1,11 @@
 """What a dense MLA call takes and writes, as Operands (kgen.mla.operands: the one checker and
 the runner read them), the tree mask's own checks and packing, and the checks that read device
-memory (validate=True: seq_lens, page ids).
+memory (validate=True: seq_lens, page ids, k_scale).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -171,8 +173,16 @@ def pack_tree_mask(mask: torch.Tensor) -> torch.Tensor:
     return (mask.to(torch.int64) * weights).sum(-1)
 
 
-def validate_on_device(spec: Spec, kv_cache, block_table, seq_lens) -> None:
-    """The checks that read device memory (they synchronise): lengths and page ids."""
+def validate_on_device(spec: Spec, kv_cache, block_table, seq_lens, k_scale=None) -> None:
+    """The checks that read device memory (they synchronise): lengths, page ids and an
+    "fp8_tensor" cache's k_scale, which must be finite and > 0 (as kgen.mla.quantize_fp8 makes
+    it). Unchecked, the kernel multiplies every score and output of the call by it: a NaN or
+    Inf k_scale makes that call's out and lse non-finite, a 0 one its out 0; nothing outside
+    them is written."""
+    if k_scale is not None:
+        value = float(k_scale.detach().reshape(-1)[0].cpu())
+        if not math.isfinite(value) or value <= 0:
+            raise InputError(f"k_scale[0]={value}: must be finite and > 0 (the cache's scale)")
     lens = seq_lens.cpu()
     table = block_table.cpu()
     capacity = table.shape[1] * spec.page_size

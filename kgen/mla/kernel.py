@@ -46,7 +46,7 @@ class MLAKernel(CompiledKernel):
             if validate:
                 from kgen.mla.inputs import validate_on_device
 
-                validate_on_device(self.spec, kv_cache, block_table, seq_lens)
+                validate_on_device(self.spec, kv_cache, block_table, seq_lens, k_scale)
         stream = running.current_stream(index)
         key = (self, *facts, scale, stream)
         runner = running.runners.get(key, stream)
