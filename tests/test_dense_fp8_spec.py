@@ -1,6 +1,6 @@
 """The dense Spec's cache format (kv_format): every spec without an fp8 cache keeps its name and
-key, the fp8 rows describe a uint8 cache (and k_scale for the tensor-scaled one), and every
-config refuses an fp8 spec by name (no path's tiles dequantize e4m3)."""
+key, the fp8 rows describe a uint8 cache (and k_scale for the tensor-scaled one), and the
+configs no kernel reads an fp8 cache with are refused by field."""
 
 from __future__ import annotations
 
@@ -51,5 +51,24 @@ def test_an_fp8_spec_is_refused_where_it_cannot_be_read():
     assert allows(Spec(heads=16), config) and not allows(spec, config)
     from kgen.mla.dense import build
 
-    with pytest.raises(ConfigError, match="no compute path reads an fp8 cache.*fp8_tensor"):
+    with pytest.raises(ConfigError, match="only 'mma' reads an fp8 cache.*fp8_tensor"):
+        build(spec, config, "sm_90")
+
+
+@pytest.mark.parametrize(
+    "kv_format, fields, field, why",
+    [
+        ("fp8", {}, "compute", "group scales"),
+        ("fp8_tensor", {"qk_ahead": 1, "smem_stages": 3}, "qk_ahead", "one 16-bit tile"),
+        ("fp8_tensor", {"body": "specialized", "num_warps": 8, "smem_stages": 4}, "body", "one"),
+        ("fp8_tensor", {"ring_slack": 1, "smem_stages": 3}, "ring_slack", "one 16-bit tile"),
+    ],
+)
+def test_the_mma_path_refuses_what_it_does_not_read_of_an_fp8_cache(kv_format, fields, field, why):
+    config = Config(compute="mma", heads_per_block=16, block_n=16, softmax="split", **fields)
+    spec = Spec(heads=16, kv_format=kv_format)
+    assert not allows(spec, config) and allows(Spec(heads=16), config)
+    from kgen.mla.dense import build
+
+    with pytest.raises(ConfigError, match=f"{field}.*{why}"):
         build(spec, config, "sm_90")

@@ -115,6 +115,22 @@ def _op_values(spec: Spec, config: Config, rows: int) -> dict:
         **shape_values(spec, config, rows, PARAMS if spec.format is None else FP8_PARAMS),
         "mask_kind": MASK_KINDS[mask],
         "token_groups": config.token_groups,
+        "kv_fp8": spec.format is not None,
+        **format_values(spec),
+    }
+
+
+def format_values(spec: Spec) -> dict:
+    """An fp8 cache's row of kgen.mla.kv_format as the mma template's constants (templates/mla/
+    mma/fp8_tiles.cuh); none for a cache in q's dtype."""
+    fmt = spec.format
+    if fmt is None:
+        return {}
+    return {
+        "kv_row_bytes": fmt.row_bytes,
+        "e4m3_dims": fmt.e4m3_dims,
+        "bf16_dims": fmt.rope_dims,
+        "rope_offset": fmt.rope_offset,
     }
 
 
