@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import kgen.mla
 from kgen.arch import resolve_arch
 from kgen.mla import InputError, Spec, build, dequantize_fp8, quantize_fp8
-from kgen.mla.heuristic import default_config
+from kgen.mla.choose import default_config
 from kgen.mla.workload import make_workload
 
 from .mla_helpers import reference_for, to_numpy
@@ -89,7 +89,7 @@ def test_the_default_config_and_the_one_call_form_match_the_reference(
 ):
     spec = Spec(heads=heads, q_len=q_len, mask=mask, page_size=64, kv_format=kv_format)
     w, cache, k_scale = fp8_workload(spec, [1, 77, 700], seed=heads + q_len)
-    kernel = build(spec, default_config(spec, resolve_arch("native")), "native")
+    kernel = build(spec, default_config(spec, resolve_arch("native"), sm_count=132), "native")
     check_attention(*to_numpy(*run_fp8(kernel, w, cache, k_scale)), *reference_for(w), spec.dtype)
     out, lse = kgen.mla.attention(
         w.q, cache, w.block_table, w.seq_lens, w.mask, w.scale, k_scale=k_scale
@@ -101,7 +101,7 @@ def test_the_default_config_and_the_one_call_form_match_the_reference(
 def test_a_scale_that_is_not_finite_and_positive_is_refused_or_contained(value):
     spec = Spec(heads=16, kv_format="fp8_tensor")
     w, cache, k_scale = fp8_workload(spec, [5, 130], seed=1)
-    kernel = build(spec, default_config(spec, resolve_arch("native")), "native")
+    kernel = build(spec, default_config(spec, resolve_arch("native"), sm_count=132), "native")
     bad = torch.full_like(k_scale, value)
     with pytest.raises(InputError, match=r"k_scale\[0\]="):
         run_fp8(kernel, w, cache, bad, validate=True)
