@@ -55,7 +55,8 @@ def launch(case, config) -> None:
         w = make_workload(case.spec, case.seq_lens, seed=1)
         kernel = build(case.spec, config, "native")
     out, lse = w.poisoned_outputs()
-    kernel(*w.args(), out=out, lse=lse)
+    extras = w.extras() if isinstance(case.spec, SparseSpec) else {}
+    kernel(*w.args(), out=out, lse=lse, **extras)
     torch.cuda.synchronize()
 
 

@@ -3,7 +3,8 @@ share of the roofline floor, the peers measured, and the heuristic default besid
 config (config='auto' on a GPU without tuned entries). Markdown to stdout.
 
 On a GPU, --out DIR times every grid case (bench/time_shipped.py: shipped configs, then --default,
-then --torch; JSON lines in DIR/shipped.jsonl, default.jsonl, torch.jsonl), writes DIR/device.json
+then --torch, then --gather for the sparse cases; JSON lines in DIR/shipped.jsonl, default.jsonl,
+torch.jsonl, gather.jsonl), writes DIR/device.json
 (GPU, date, NVRTC, the read bandwidth and fp32 rate measured in the same run, commit) and prints
 the table. --from-json DIR prints it from those files, no GPU needed. --compare DIR adds another
 run's times as columns (DIR as --out writes it, or bench/retime.py's retime.json and
@@ -119,10 +120,10 @@ def _lines(path: Path) -> dict:
 
 
 def read_run(folder: Path) -> dict:
-    """A run: its device.json and, per kind (shipped, default, torch), {case: row}; rows of
+    """A run: its device.json and, per kind (shipped, default, torch, gather), {case: row}; rows of
     bench/retime.py's JSON are read as the same kinds (its tuned, default and torch)."""
     run = {"device": json.loads((folder / "device.json").read_text())}
-    for kind in ("shipped", "default", "torch"):
+    for kind in ("shipped", "default", "torch", "gather"):
         run[kind] = _lines(folder / f"{kind}.jsonl")
     for path in sorted(folder.glob("retime*.json")):
         for row in json.loads(path.read_text())["cases"]:
@@ -182,7 +183,15 @@ def standing_table(main: dict, compare: dict | None) -> str:
         f"{label(torch_run['device'])}; FlashInfer (FA2 MLA template, mma.sync) and FlashMLA "
         f"(wgmma): {PEERS_DEVICE}, verification timed as a causal chain of the same length."
     )
+    if main["gather"]:
+        out.append(
+            f"- gather ({a}): a kernel that only reads the cache rows a sparse case lists, "
+            "16-byte loads, one launch a list (bench/time_shipped.py --gather); beside it, kgen's "
+            "time over the gather's. At B = 1 its few blocks leave it latency-bound, slower than "
+            "kgen's."
+        )
     head = ["case", "B, T, H, S", f"{a} floor µs", f"{a} µs", "% floor"]
+    head += [f"{a} gather µs (µs / gather)"] if main["gather"] else []
     head += [f"{b} µs", "% floor"] if compare else []
     head += [f"torch µs ({label(torch_run['device'])})", "FlashInfer µs", "FlashMLA µs"]
     head += ["config (shipped)"]
@@ -196,6 +205,9 @@ def standing_table(main: dict, compare: dict | None) -> str:
         floor, bound = floor_us(case, main["device"])
         t = _us(main["shipped"].get(case.name))
         cells = [case.name, shape, f"{floor:.1f} ({bound})", _fmt(t), _pct(floor, t)]
+        if main["gather"]:
+            g = _us(main["gather"].get(case.name))
+            cells.append(f"{g:.1f} ({t / g:.2f})" if g and t else _fmt(g))
         if compare:
             tb = _us(compare["shipped"].get(case.name))
             cells += [_fmt(tb), _pct(floor_us(case, compare["device"])[0], tb)]
@@ -263,7 +275,8 @@ def measure(folder: Path, reps: int) -> None:
     }
     (folder / "device.json").write_text(json.dumps(device, indent=1) + "\n")
     tool = str(ROOT / "bench/time_shipped.py")
-    for kind, flags in (("shipped", []), ("default", ["--default"]), ("torch", ["--torch"])):
+    kinds = (("shipped", []), ("default", ["--default"]), ("torch", ["--torch"]))
+    for kind, flags in (*kinds, ("gather", ["--gather"])):
         with open(folder / f"{kind}.jsonl", "w") as out:
             subprocess.run(
                 [sys.executable, tool, "--reps", str(reps), *flags], stdout=out, check=True

@@ -5,7 +5,9 @@ What is timed: each case's shipped config (kgen/tuned/tuning.json, its stamp ign
 sparse), or with --default the heuristic default config='auto' falls back to on a GPU without
 tuned entries (dense: kgen.mla.dense.compiled_default; sparse:
 kgen.mla.sparse.heuristic.default_sparse_config), or with --torch the plain torch implementation
-(gather, matmuls and softmax in the case's dtype: kgen.tune.baseline). Run from two trees it is an
+(gather, matmuls and softmax in the case's dtype: kgen.tune.baseline), or with --gather (sparse
+cases) the read-only gather of the rows the case lists (kgen.tune.gather: the bytes any kernel of
+the case must read, read and nothing computed). Run from two trees it is an
 A/B of kernel code on the same configs (bench/ab.sh); with and without --default, of tuning
 against the heuristic.
 
@@ -107,6 +109,9 @@ def main() -> int:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--default", action="store_true", help="time the heuristic default")
     which.add_argument("--torch", action="store_true", help="time the plain torch implementation")
+    which.add_argument(
+        "--gather", action="store_true", help="sparse cases: time a read-only gather of their rows"
+    )
     parser.add_argument(
         "--batch", type=int, help="time each grid case at this many sequences instead"
     )
@@ -132,7 +137,9 @@ def main() -> int:
     configs = shipped_configs()
     arch, sms = resolve_arch("native"), device.sm_count(0)
     names = args.cases or list(grid)
-    if not (args.cases or args.default or args.torch):  # every grid case that has a shipped config
+    if not (
+        args.cases or args.default or args.torch or args.gather
+    ):  # every grid case that has a shipped config
         untuned = [n for n in names if n not in configs]
         names = [n for n in names if n in configs]
         if untuned:
@@ -145,6 +152,8 @@ def main() -> int:
             row |= {k: r.get(k) for k in ("status", "median_us", "p10_us", "p90_us", "error")}
             print(json.dumps(row), flush=True)
         return 0
+    if args.gather:
+        return time_gathers([grid[n] for n in names], args.flush, args.reps)
     runs = [(name, *resolve(name, grid, configs, args.default, arch, sms)) for name in names]
     compile_space([(case.spec, config) for _, case, config in runs], arch.name)  # in parallel
     trials = Trials(args.flush)
@@ -155,6 +164,27 @@ def main() -> int:
         row |= {"flush": args.flush, "batch": case.batch, "dtype": case.spec.dtype}
         row |= {k: r.get(k) for k in ("status", "median_us", "p10_us", "p90_us", "error")}
         row |= {k: res.get(k) for k in ("registers", "spills", "warps_per_sm")}
+        print(json.dumps(row), flush=True)
+    return 0
+
+
+def time_gathers(cases: list, flush: str, reps: int) -> int:
+    """A JSON line per sparse case: its read-only gather's median and the bytes it read."""
+    import torch
+
+    from kgen.tune.gather import read_rows
+    from kgen.tune.sparse_trials import bench_workload
+    from kgen.tune.timing import Timer
+
+    timer = Timer(torch.device("cuda"), flush)
+    for case in cases:
+        if not isinstance(case.spec, SparseSpec):
+            continue
+        run = read_rows(bench_workload(case, torch.device("cuda"), seed=3))
+        t = timer.flushed(run, reps=reps)
+        row = {"case": case.name, "config": "gather", "flush": flush, "status": "ok"}
+        row |= {"median_us": t.median_us, "p10_us": t.p10_us, "p90_us": t.p90_us}
+        row |= {"bytes": run.bytes, "gbs": run.bytes / t.median_us / 1e3}
         print(json.dumps(row), flush=True)
     return 0
 

@@ -79,3 +79,12 @@ def fresh_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("KGEN_NO_COMPILE", raising=False)
     monkeypatch.setattr(build, "_memo", {})
     return cache
+
+
+def running(pid: int) -> bool:
+    """Whether process `pid` exists and has not exited (an exited one may wait to be reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"

@@ -19,6 +19,7 @@ import pytest
 from kgen.mla import Config, Spec
 from kgen.tune.space import Axes, Case, GridError, load_grid
 from kgen.tune.sweep import Progress, SweepOptions, compile_id, run_sweep
+from tests.conftest import running
 
 ROOT = Path(__file__).resolve().parent.parent
 GRID_CASE = {"name": "tiny", "B": 1, "T": 2, "H": 4, "S": 100, "mask": "causal"}
@@ -200,15 +201,6 @@ def children(pid: int) -> set[int]:
         return {int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
     except OSError:
         return set()
-
-
-def running(pid: int) -> bool:
-    """Whether process `pid` exists and has not exited (an exited one may wait to be reaped)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 def interrupt(args: list[str], signum: int, cache: Path) -> tuple[subprocess.Popen, str, float]:

@@ -260,3 +260,11 @@ def test_former_field_names_still_work_for_a_release_with_a_warning():
         old = SparseConfig(split_softmax=1, pdl_combine=1)
         assert SparseConfig.from_dict({"split_softmax": 0}).softmax == "warp"
     assert old == SparseConfig(softmax="split", merge="pdl")
+
+
+def test_the_read_only_gather_compiles_for_sm120_without_spills():
+    """bench/time_shipped.py --gather's kernel (kgen.tune.gather) builds for sm_120."""
+    from kgen.tune.gather import read_rows_program
+
+    usage = kgen.build.build_program(read_rows_program(), "sm_120").usage["read_rows"]
+    assert usage.spill_stores == usage.spill_loads == 0

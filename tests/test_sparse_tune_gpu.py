@@ -92,3 +92,47 @@ def test_the_sparse_oracle_on_the_gpu_matches_it_on_the_cpu():
     ref_out, ref_lse = sparse_oracle(cpu)
     torch.testing.assert_close(out.cpu(), ref_out, rtol=1e-10, atol=1e-10)
     torch.testing.assert_close(lse.cpu(), ref_lse, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        SparseSpec(heads=16, topk=29, page_size=64),  # V3.2: scales inline
+        SparseSpec(
+            heads=8, topk=23, kv_format="v4_fp8", page_size=256, extra_topk=17, extra_page_size=64
+        ),
+    ],
+    ids=["v32", "v4"],
+)
+def test_the_read_only_gather_reads_exactly_the_listed_bytes(spec):
+    """bench/time_shipped.py --gather's kernel: one block a list here (top-k under its 32 rows),
+    so its XOR of the 32-bit words it read equals the host's XOR of each listed token's payload
+    and scale row only if it read those bytes (sink counts the lists that match the key)."""
+    import numpy as np
+    import torch
+
+    from kgen.tune.gather import read_rows
+    from kgen.tune.sparse_trials import bench_workload
+
+    w = bench_workload(Case("gather", spec, batch=1, prefix=700), torch.device("cuda"), seed=11)
+    fmt = spec.format
+    lists = [(w.kv_cache, w.indices, spec.page_size)]
+    if spec.extra_topk:
+        lists.append((w.extra_kv_cache, w.extra_indices, spec.extra_page_size))
+    for n, (cache, indices, page_size) in enumerate(lists):
+        pages = torch.as_strided(cache, (cache.shape[0], cache.stride(0)), (cache.stride(0), 1))
+        pages = pages.cpu().numpy()
+        read = []
+        for slot in indices.flatten().tolist():
+            page, offset = divmod(slot, page_size)
+            if fmt.scales_at == "page":
+                read.append(pages[page, offset * fmt.row_bytes : (offset + 1) * fmt.row_bytes])
+                at = fmt.scale_row_offset(page_size) + offset * fmt.scale_row_bytes
+                read.append(pages[page, at : at + fmt.scale_row_bytes])
+            else:
+                read.append(pages[page, offset * fmt.token_bytes : (offset + 1) * fmt.token_bytes])
+        key = int(np.bitwise_xor.reduce(np.concatenate(read).view(np.uint32)))
+        run = read_rows(w, key=key)
+        run()
+        torch.cuda.synchronize()
+        assert run.sink.item() == 1, f"list {n}: the gather's XOR differs from the listed bytes'"

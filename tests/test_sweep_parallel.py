@@ -24,6 +24,7 @@ from kgen.tune.dispatch import Dealer, Job, Slot
 from kgen.tune.report import summary_table
 from kgen.tune.sweep import SweepOptions, run_sweep
 from kgen.tune.worker import TrialCrashed, WorkerDied
+from tests.conftest import running
 from tests.fake_trials import AXES, CASES, options
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,14 +177,6 @@ def children(pid: int) -> set[int]:
         except OSError:
             continue
     return found
-
-
-def running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 def test_ctrl_c_stops_every_gpu_worker_and_the_sweep_resumes(out):

@@ -122,8 +122,10 @@ class Spec(AttentionShape, Params):
         return f"{dt}_h{self.heads}_t{self.q_len}_p{self.page_size}_{self.mask}{dims}{cache}"
 
 
-def head_groups_of(spec: Spec, config: Config) -> int:
-    """Blocks of heads a sequence's split is cut into (the last may hold fewer heads)."""
+def head_groups_of(spec, config) -> int:
+    """Blocks of heads a sequence's (or, sparse, a query token's) split is cut into, the last
+    holding fewer heads where heads_per_block does not divide them (either family's spec and
+    config)."""
     return -(-spec.heads // config.heads_per_block)
 
 

@@ -11,6 +11,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from kgen.compiler import CompileError
 from kgen.tune.family import family_of
+from kgen.tune.report import resource_row
 from kgen.tune.worker import ignore_sigint, sigint_ignored
 
 
@@ -29,15 +30,10 @@ def compile_variant(spec, config, arch: str) -> dict:
         usage = kernel.binary.usage.get(family.entry_point)
         if usage is None:
             return row
-        r = kernel.resources
         return {
             **row,
-            "registers": r.registers,
-            "smem": r.smem,
-            "spills": r.spills,
-            "occupancy": r.occupancy.fraction,
-            "warps_per_sm": r.occupancy.warps_per_sm,
-            "limiter": r.occupancy.limiter,
+            **resource_row(kernel),
+            "limiter": kernel.resources.occupancy.limiter,
             "q_source": getattr(kernel.layout, "q_source", None) or kernel.layout.q_placement,
         }
     except CompileError as err:

@@ -330,3 +330,15 @@ def plot(report: dict, out_dir: Path) -> list[Path]:
     fig.savefig(paths[-1], dpi=110)
     plt.close(fig)
     return paths
+
+
+def resource_row(kernel) -> dict:
+    """A compiled variant's resources as a sweep row's columns (compile-only and timed rows)."""
+    r = kernel.resources
+    return {
+        "registers": r.registers,
+        "smem": r.smem,
+        "spills": r.spills,
+        "occupancy": r.occupancy.fraction,
+        "warps_per_sm": r.occupancy.warps_per_sm,
+    }

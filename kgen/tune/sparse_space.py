@@ -12,7 +12,7 @@ from kgen.arch import Arch
 from kgen.mla import SparseConfig, SparseSpec
 from kgen.mla.rules import allows
 from kgen.mla.sparse.heuristic import entries
-from kgen.mla.spec import MAX_SPLITS
+from kgen.mla.spec import MAX_SPLITS, head_groups_of
 from kgen.tune.space import Case, Pruned, refuse_or_keep
 
 # (smem_stages, block_n) of the cp.async gather pipeline (dequant="shared", and every bf16
@@ -96,7 +96,7 @@ def sparse_split_candidates(
     eighth of the tiles. Counts that cut the list into the same number of tiles per split launch
     the same work and are timed once (as the count of non-empty splits)."""
     spec = case.spec
-    blocks = case.batch * spec.q_len * -(-spec.heads // config.heads_per_block)
+    blocks = case.batch * spec.q_len * head_groups_of(spec, config)
     tiles = max(1, math.ceil(entries(spec) / config.block_n))  # both lists of the V4 op
     wave = max(1, blocks_per_sm * sm_count // blocks)
     wanted = {1, max(1, wave // 4), max(1, wave // 2), wave, 2 * wave}

@@ -20,6 +20,7 @@ from kgen.tune import sparse_trials
 from kgen.tune.baseline import torch_mla
 from kgen.tune.family import family_of
 from kgen.tune.reference import torch_reference
+from kgen.tune.report import resource_row
 from kgen.tune.space import Case
 from kgen.tune.timing import Timer, measure_ceilings
 
@@ -121,7 +122,7 @@ class Trials:
             kernel = family.build(case.spec, cfg, "native")
             out, lse = w.poisoned_outputs()
             kernel(*w.args(), out=out, lse=lse, **keywords)
-            row = {"config": cfg.to_dict(), "resources": _resources(kernel), **work}
+            row = {"config": cfg.to_dict(), "resources": resource_row(kernel), **work}
             try:
                 row["error"] = check_attention(_np(out), _np(lse), *ref, case.spec.dtype)
             except AssertionError as err:
@@ -180,14 +181,3 @@ class Trials:
 
 def _np(x: torch.Tensor) -> np.ndarray:
     return x.double().cpu().numpy()
-
-
-def _resources(kernel) -> dict:
-    r = kernel.resources
-    return {
-        "registers": r.registers,
-        "smem": r.smem,
-        "spills": r.spills,
-        "occupancy": r.occupancy.fraction,
-        "warps_per_sm": r.occupancy.warps_per_sm,
-    }

@@ -96,9 +96,15 @@ __device__ __forceinline__ const unsigned char* scales_at(const Params& p, int s
 __device__ __forceinline__ float ue8m0(unsigned b) {
   return b == 255u ? CUDART_NAN_F : b == 0u ? __uint_as_float(0x00400000u) : __uint_as_float(b << 23);
 }
-__device__ __forceinline__ float load_scale(const unsigned char* scales, int g) {
-  if constexpr (SCALE_KIND == SCALE_F32) return __ldg(reinterpret_cast<const float*>(scales) + g);
-  else return ue8m0(__ldg(scales + g));
+// A scale's bits as loaded (the float32's, or the UE8M0 byte) and as a float: the register
+// gather decodes them a tile later, in store(), so the load stays in flight until then.
+__device__ __forceinline__ unsigned load_scale_bits(const unsigned char* scales, int g) {
+  if constexpr (SCALE_KIND == SCALE_F32) return __ldg(reinterpret_cast<const unsigned*>(scales) + g);
+  else return __ldg(scales + g);
+}
+__device__ __forceinline__ float scale_of_bits(unsigned bits) {
+  if constexpr (SCALE_KIND == SCALE_F32) return __uint_as_float(bits);
+  else return ue8m0(bits);
 }
 __device__ __forceinline__ float stage_scale(const unsigned char* scales, int g) {
   if constexpr (SCALE_KIND == SCALE_F32) return reinterpret_cast<const float*>(scales)[g];
@@ -156,15 +162,15 @@ __device__ __forceinline__ void dequantize_stage(const unsigned char* stage, T* 
 }
 
 // dequant='registers': this thread's pieces of its row held in registers between the global loads
-// and the store of their 16-bit values (a tile ahead of the compute that reads them). An e4m3
-// piece carries its group's scale; the first piece of a group stores it into row_scales.
+// and the store of their 16-bit values (a tile ahead of the compute that reads them). The first
+// e4m3 piece of a scale group loads the group's scale and stores it into row_scales.
 struct HeldRow {
   static constexpr int LATENT_PIECES = E4M3_DIMS / GATHER_BYTES;
   static constexpr int PIECES = LATENT_PIECES + BF16_DIMS * 2 / GATHER_BYTES;
   static constexpr int ITEMS = KV_FP8 ? (PIECES + LOAD_THREADS_PER_ROW - 1) / LOAD_THREADS_PER_ROW : 1;
   using Word = typename kgen::Raw<GATHER_BYTES>::type;
   Word words[ITEMS];
-  float scales[ITEMS];
+  unsigned scale_bits[ITEMS];
 
   __device__ __forceinline__ void load(const Params& p, int slot) {
     const unsigned char* row = slot >= 0 ? cache_row(p, slot) : nullptr;
@@ -172,11 +178,11 @@ struct HeldRow {
     for (int j = 0; j < ITEMS; ++j) {
       const int piece = load_lane() + j * LOAD_THREADS_PER_ROW;
       words[j] = Word{};
-      scales[j] = 0.f;
+      scale_bits[j] = 0u;
       if (row != nullptr && (PIECES % LOAD_THREADS_PER_ROW == 0 || piece < PIECES)) {
         if (piece < LATENT_PIECES) {
           words[j] = __ldg(reinterpret_cast<const Word*>(row + piece * GATHER_BYTES));
-          scales[j] = load_scale(scales_at(p, slot, row), piece * GATHER_BYTES / SCALE_GROUP);
+          scale_bits[j] = load_scale_bits(scales_at(p, slot, row), piece * GATHER_BYTES / SCALE_GROUP);
         } else {
           words[j] = __ldg(reinterpret_cast<const Word*>(row + ROPE_OFFSET + (piece - LATENT_PIECES) * GATHER_BYTES));
         }
@@ -196,7 +202,7 @@ struct HeldRow {
         for (int k = 0; k < GATHER_BYTES / 4; ++k)
           *reinterpret_cast<uint2*>(dst + piece * GATHER_BYTES + 4 * k) = widen_quad(w[k]);
         if (piece * GATHER_BYTES % SCALE_GROUP == 0)
-          row_scales[load_row() * SCALE_GROUPS + piece * GATHER_BYTES / SCALE_GROUP] = scales[j];
+          row_scales[load_row() * SCALE_GROUPS + piece * GATHER_BYTES / SCALE_GROUP] = scale_of_bits(scale_bits[j]);
       } else {
         *reinterpret_cast<Word*>(dst + E4M3_DIMS + (piece - LATENT_PIECES) * GATHER_BYTES / 2) = rope_words(words[j]);
       }

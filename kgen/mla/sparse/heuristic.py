@@ -22,6 +22,7 @@ from kgen.arch import Arch
 from kgen.mla.layout import ConfigError
 from kgen.mla.sparse.layout import sparse_layout_for
 from kgen.mla.sparse.spec import SparseConfig, SparseSpec
+from kgen.mla.spec import head_groups_of
 
 MAX_M_TILES = 2
 REGISTER_LIMIT = 255  # past the estimate's reach of one thread: spills
@@ -59,7 +60,7 @@ class Facts:
 
     def blocks(self, config: SparseConfig) -> int:
         """Blocks of one split: one per query token and head group."""
-        groups = -(-self.spec.heads // config.heads_per_block)
+        groups = head_groups_of(self.spec, config)
         return max(1, self.batch * self.spec.q_len * groups)
 
     def most_splits(self, config: SparseConfig) -> int:

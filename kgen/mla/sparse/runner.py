@@ -14,6 +14,7 @@ from kgen.mla.operands import check_operands, check_tensor
 from kgen.mla.running import PlannedRunner, current_stream, runners
 from kgen.mla.sparse.inputs import MAX_TOKENS, fixed_fields, operands, validate_indices
 from kgen.mla.sparse.program import params_type
+from kgen.mla.spec import head_groups_of
 
 
 class SparseRunner(PlannedRunner):
@@ -46,7 +47,7 @@ class SparseRunner(PlannedRunner):
             params=params_type(spec)(**fixed_fields(spec)),
             groups=tokens,
             # the last head group may hold fewer heads (ragged)
-            block_groups=-(-spec.heads // kernel.config.heads_per_block),
+            block_groups=head_groups_of(spec, kernel.config),
         )
 
     @classmethod

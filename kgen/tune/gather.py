@@ -1,0 +1,91 @@
+"""The read-only gather of a sparse workload's listed cache rows: every byte a sparse attention
+kernel must read of the caches (each listed token's payload row, and its scale row where the
+format keeps scales per page), read once in 16-byte loads and nothing computed. Its time, beside a
+kernel's in the same run, says how much of the kernel's time the gather itself explains."""
+
+from __future__ import annotations
+
+import ctypes
+from functools import cache
+
+import torch
+
+from kgen.build import build_program
+from kgen.launch import load_module
+from kgen.mla.sparse.workload import SparseWorkload
+from kgen.render import render_program
+
+ROWS, THREADS = 32, 256  # listed entries a block, threads a block
+
+
+def read_rows_program():
+    return render_program(
+        "read_rows",
+        "mla_sparse/read_rows.cu.jinja",
+        {"rows": ROWS, "threads": THREADS},
+        ("read_rows",),
+    )
+
+
+@cache
+def _module():
+    return load_module(build_program(read_rows_program(), "native"))
+
+
+def _lists(w: SparseWorkload) -> list[tuple]:
+    """(cache, indices, lengths, page size) of each list the call reads."""
+    lists = [(w.kv_cache, w.indices, w.topk_length, w.spec.page_size)]
+    if w.extra_indices is not None:
+        lists.append(
+            (w.extra_kv_cache, w.extra_indices, w.extra_topk_length, w.spec.extra_page_size)
+        )
+    return lists
+
+
+def read_rows(w: SparseWorkload, key: int = 0x9E3779B9) -> callable:
+    """A function that launches the gather of `w`'s listed rows on the current stream (the
+    per-call-invariant arguments made here, not in the timed call). Its `sink` counts the blocks
+    whose XOR of the 32-bit words they read equals `key` (a test's check that the right bytes
+    were read)."""
+    fmt, module = w.spec.format, _module()
+    sink = torch.zeros(1, dtype=torch.int32, device=w.q.device)
+    launches = []
+    for cache_rows, indices, lengths, page_size in _lists(w):
+        batch, q_len, topk = indices.shape
+        element = cache_rows.element_size()
+        row_stride = fmt.row_bytes if fmt.scales_at == "page" else cache_rows.stride(1) * element
+        scale_rows = fmt.scale_row_offset(page_size) if fmt.scales_at == "page" else -1
+        if lengths is not None:  # one a query row
+            lengths = lengths.expand(batch, q_len) if lengths.dim() == 2 else lengths[:, None]
+            lengths = lengths.expand(batch, q_len).contiguous().to(torch.int32)
+        keep = (cache_rows, indices.contiguous(), lengths)  # alive while the launches are
+        args = [
+            ctypes.c_void_p(cache_rows.data_ptr()),
+            ctypes.c_void_p(keep[1].data_ptr()),
+            ctypes.c_void_p(0 if lengths is None else lengths.data_ptr()),
+            ctypes.c_int(topk),
+            ctypes.c_int(page_size),
+            ctypes.c_int64(cache_rows.stride(0) * element),
+            ctypes.c_int(row_stride),
+            ctypes.c_int(fmt.row_bytes // 16),
+            ctypes.c_int(scale_rows),
+            ctypes.c_int(fmt.scale_row_bytes),
+            ctypes.c_uint(key),
+            ctypes.c_void_p(sink.data_ptr()),
+        ]
+        grid = (-(-topk // ROWS), batch * q_len, 1)
+        launches.append((grid, args, keep))
+    device = w.q.device.index
+
+    def run() -> None:
+        stream = torch.cuda.current_stream().cuda_stream
+        for grid, args, _ in launches:
+            module["read_rows"].launch(grid, (THREADS, 1, 1), args, stream=stream, device=device)
+
+    run.bytes, run.sink = gathered_bytes(w), sink
+    return run
+
+
+def gathered_bytes(w: SparseWorkload) -> int:
+    """Bytes the gather reads of the caches (listed entries within their rows' lengths)."""
+    return w.listed() * w.spec.format.token_bytes
