@@ -51,3 +51,13 @@ def test_raw_stages_that_do_not_fit_are_refused_before_compiling():
     spec = Spec(heads=16, kv_format="fp8_tensor")
     with pytest.raises(ConfigError, match="smem_stages.*with the 16-bit tile"):
         layout_for(spec, config, resolve_arch("sm_120"))
+
+
+def test_a_format_no_dense_path_reads_gets_the_reason_not_just_no_config():
+    """DeepSeek-V3.2's 656-byte rows carry per-128 group scales the dense path does not apply:
+    config='auto' says so, and what to take instead, rather than only that nothing fits."""
+    from kgen.mla.choose import default_config
+    from kgen.params import ConfigError
+
+    with pytest.raises(ConfigError, match=r"every candidate is refused.*group scales.*kv_format"):
+        default_config(Spec(heads=16, kv_format="fp8"), "sm_120")

@@ -270,6 +270,22 @@ def _first(facts: Facts, rules: Iterable[Rule], accept: Accept):
     return None
 
 
+def _why(facts: Facts) -> str:
+    """Where the rules refuse every candidate (a spec no block serves, such as a cache format no
+    path reads), the reason the first candidate was refused; else nothing."""
+    first = None
+    for rule in RULES:
+        if rule.compute in PATHS[facts.spec.dtype] and rule.when(facts):
+            for config in rule.configs(facts):
+                try:
+                    layout_for(facts.spec, config, facts.arch)
+                except ConfigError as err:
+                    first = first or str(err)
+                else:
+                    return ""
+    return f": every candidate is refused, the first by {first}" if first else ""
+
+
 def _fitting(facts: Facts, config: Config, blocks: range, last_resort: bool = False):
     """The layout of `config` on the arch if it has `blocks` per SM by shared memory and, unless
     a last resort, a register estimate within its path's limit; else None."""
@@ -356,7 +372,7 @@ def default_config(
     facts = Facts(spec, arch, batch, sm_count)
     found = _first(facts, RULES, accept)
     if found is None:
-        raise ConfigError(f"no default config fits {spec.short_name()} on {arch.name}")
+        raise ConfigError(f"no default config fits {spec.short_name()} on {arch.name}{_why(facts)}")
     splits, fill = _one_wave(*found, facts, max_seq_len)
     for rival in RIVALS:
         other = rival.find(facts, found[0], accept) if rival.when(facts, found[0]) else None
