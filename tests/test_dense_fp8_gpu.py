@@ -8,7 +8,6 @@ finite and positive refused by validate=True or confined to the call's outputs."
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import pytest
 import torch
@@ -17,7 +16,7 @@ from hypothesis import strategies as st
 
 import kgen.mla
 from kgen.arch import resolve_arch
-from kgen.mla import InputError, Spec, build, dequantize_fp8, quantize_fp8
+from kgen.mla import InputError, Spec, build
 from kgen.mla.choose import default_config
 from kgen.mla.workload import make_workload
 
@@ -44,22 +43,11 @@ def fp8_specs(draw, max_q_len: int = 16):
 
 
 def fp8_workload(spec: Spec, lens: list[int], seed: int):
-    """(the 16-bit workload with its cache dequantized, the fp8 cache, k_scale or None): the
-    reference reads the first, the kernel the other two. Rows no sequence uses keep large
-    values (1e4, saturating e4m3 under the tensor scale of the used rows), so a kernel that
-    reads one shows it."""
-    w = make_workload(replace(spec, kv_format="dtype"), lens, seed=seed, mask_kind="random")
-    kv = w.kv_cache.float()
-    k_scale = None
-    if spec.kv_format == "fp8_tensor":
-        used = kv[kv.abs() < 1e4]
-        k_scale = (used.abs().max() / 448).reshape(1)
-        cache = quantize_fp8(kv, "fp8_tensor", scale=k_scale)
-    else:
-        cache = quantize_fp8(kv, "fp8")
-    # float32: e4m3 x a scale need not be a 16-bit value; the reference reads it as float64
-    values = dequantize_fp8(cache, spec.kv_format, scale=k_scale)
-    return replace(w, spec=spec, kv_cache=values), cache, k_scale
+    """(the workload, its fp8 cache, k_scale or None): the reference reads the cache's values
+    (Workload.cache_values), the kernel the cache and the scale (kgen.mla.workload: rows no
+    sequence uses saturate e4m3, so a kernel that reads one shows it)."""
+    w = make_workload(spec, lens, seed=seed, mask_kind="random")
+    return w, w.kv_cache, w.k_scale
 
 
 def run_fp8(kernel, w, cache, k_scale, **kwargs):
