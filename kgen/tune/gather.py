@@ -32,16 +32,6 @@ def _module():
     return load_module(build_program(read_rows_program(), "native"))
 
 
-def _lists(w: SparseWorkload) -> list[tuple]:
-    """(cache, indices, lengths, page size) of each list the call reads."""
-    lists = [(w.kv_cache, w.indices, w.topk_length, w.spec.page_size)]
-    if w.extra_indices is not None:
-        lists.append(
-            (w.extra_kv_cache, w.extra_indices, w.extra_topk_length, w.spec.extra_page_size)
-        )
-    return lists
-
-
 def read_rows(w: SparseWorkload, key: int = 0x9E3779B9) -> callable:
     """A function that launches the gather of `w`'s listed rows on the current stream (the
     per-call-invariant arguments made here, not in the timed call). Its `sink` counts the blocks
@@ -50,7 +40,7 @@ def read_rows(w: SparseWorkload, key: int = 0x9E3779B9) -> callable:
     fmt, module = w.spec.format, _module()
     sink = torch.zeros(1, dtype=torch.int32, device=w.q.device)
     launches = []
-    for cache_rows, indices, lengths, page_size in _lists(w):
+    for cache_rows, indices, lengths, page_size in w.lists():
         batch, q_len, topk = indices.shape
         element = cache_rows.element_size()
         row_stride = fmt.row_bytes if fmt.scales_at == "page" else cache_rows.stride(1) * element

@@ -133,14 +133,6 @@ def _values(raw: torch.Tensor, spec: SparseSpec, dtype: torch.dtype) -> torch.Te
     return torch.cat((latent, rope), dim=-1).to(dtype)
 
 
-def _lists(w: SparseWorkload) -> list[tuple]:
-    """(cache, indices, lengths) of each list the call reads."""
-    lists = [(w.kv_cache, w.indices, w.topk_length)]
-    if w.extra_indices is not None:
-        lists.append((w.extra_kv_cache, w.extra_indices, w.extra_topk_length))
-    return lists
-
-
 def _in_length(indices: torch.Tensor, lengths) -> torch.Tensor:
     """bool [B, T, k]: the entries within their row's length (all where none is given)."""
     if lengths is None:
@@ -154,7 +146,7 @@ def gathered_rows(w: SparseWorkload, dtype: torch.dtype) -> tuple[torch.Tensor, 
     bool [B, T, K]: which entries count (>= 0 and within the row's length)), a -1 or a slot out
     of range reading the nearest slot (the callers mask those entries or rows)."""
     keys, counted = [], []
-    for cache, indices, lengths in _lists(w):
+    for cache, indices, lengths, _ in w.lists():
         keys.append(_values(_rows_of(cache, w.spec, indices), w.spec, dtype))
         counted.append((indices >= 0) & _in_length(indices, lengths))
     return torch.cat(keys, dim=2), torch.cat(counted, dim=2)
@@ -163,7 +155,7 @@ def gathered_rows(w: SparseWorkload, dtype: torch.dtype) -> tuple[torch.Tensor, 
 def _out_of_range(w: SparseWorkload) -> torch.Tensor:
     """bool [B, T]: the rows listing, within their lengths, a slot outside [-1, slots)."""
     bad = torch.zeros(w.indices.shape[:2], dtype=torch.bool, device=w.indices.device)
-    for cache, indices, lengths in _lists(w):
+    for cache, indices, lengths, _ in w.lists():
         slots = cache.shape[0] * cache.shape[1]
         outside = ((indices < -1) | (indices >= slots)) & _in_length(indices, lengths)
         bad |= outside.any(dim=-1)

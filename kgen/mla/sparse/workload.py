@@ -38,13 +38,18 @@ class SparseWorkload:
         names = ("topk_length", "attn_sink", "extra_kv_cache", "extra_indices", "extra_topk_length")
         return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
 
+    def lists(self) -> list[tuple]:
+        """(cache, indices [B, T, k], lengths or None, page size) of each list the call reads."""
+        lists = [(self.kv_cache, self.indices, self.topk_length, self.spec.page_size)]
+        if self.extra_indices is not None:
+            extra = (self.extra_kv_cache, self.extra_indices, self.extra_topk_length)
+            lists.append((*extra, self.spec.extra_page_size))
+        return lists
+
     def listed(self) -> int:
         """Entries the call reads: those >= 0 within each row's length, of both lists."""
-        lists = [(self.indices, self.topk_length)]
-        if self.extra_indices is not None:
-            lists.append((self.extra_indices, self.extra_topk_length))
         total = 0
-        for indices, lengths in lists:
+        for _, indices, lengths, _ in self.lists():
             valid = indices >= 0
             if lengths is not None:
                 per_row = lengths if lengths.dim() == 2 else lengths[:, None]
