@@ -1,5 +1,5 @@
-"""Every fp8_tensor spec has a heuristic default on the mma path that compiles (CPU only) for
-sm_90 and sm_120 without spills and within sm_120's 99 KB of shared memory a block; its
+"""Every fp8 spec (both formats) has a heuristic default on the mma path that compiles (CPU
+only) for sm_90 and sm_120 without spills and within sm_120's 99 KB of shared memory a block; its
 rendered source reads the raw stages and widens them (no kernel reads e4m3 bytes as 16-bit
 values), and the layout model's shared memory is the compiled kernel's."""
 
@@ -14,7 +14,8 @@ from kgen.mla.spec import Spec
 
 SMEM_LIMIT = 99 * 1024  # sm_120's per block, the smaller of the two
 SPECS = [
-    Spec(heads=heads, q_len=q_len, mask=mask, kv_format="fp8_tensor")
+    Spec(heads=heads, q_len=q_len, mask=mask, kv_format=kv_format)
+    for kv_format in ("fp8_tensor", "fp8")
     for heads in (8, 16, 64, 128)
     for q_len, mask in ((1, "none"), (4, "tree"))
 ]
@@ -32,6 +33,8 @@ def test_the_default_compiles_without_spills_within_99_kb(spec, arch_name):
     assert resources.dynamic_smem <= SMEM_LIMIT, resources
     source = DENSE.render(spec, config, arch).source
     assert "widen_tile(tile, wide)" in source and "with_k_scale(params)" in source
+    group = 0 if spec.kv_format == "fp8_tensor" else 128  # V3.2's rows: a scale a 128 values
+    assert f"constexpr int SCALE_GROUP = {group};" in source
 
 
 def test_the_layout_counts_the_raw_stages_and_the_16_bit_tile():
@@ -53,11 +56,16 @@ def test_raw_stages_that_do_not_fit_are_refused_before_compiling():
         layout_for(spec, config, resolve_arch("sm_120"))
 
 
-def test_a_format_no_dense_path_reads_gets_the_reason_not_just_no_config():
-    """DeepSeek-V3.2's 656-byte rows carry per-128 group scales the dense path does not apply:
-    config='auto' says so, and what to take instead, rather than only that nothing fits."""
+def test_where_the_rules_refuse_every_candidate_the_error_says_why(monkeypatch):
+    """config='auto' for a spec no block serves says the first candidate's refusal, not only
+    that nothing fits."""
+    from kgen.mla import heuristic
     from kgen.mla.choose import default_config
     from kgen.params import ConfigError
 
-    with pytest.raises(ConfigError, match=r"every candidate is refused.*group scales.*kv_format"):
-        default_config(Spec(heads=16, kv_format="fp8"), "sm_120")
+    def refuse(spec, config, arch):
+        raise ConfigError(f"Config.compute={config.compute!r}: no block reads this (a test)")
+
+    monkeypatch.setattr(heuristic, "layout_for", refuse)
+    with pytest.raises(ConfigError, match=r"every candidate is refused, the first by Config"):
+        default_config(Spec(heads=16), "sm_120")

@@ -1,9 +1,8 @@
 """Dense MLA on an fp8 cache on the GPU, against the float64 reference computed on the
 dequantized cache (kgen.mla.dequantize_fp8: exactly the values the kernel is to read), at the
-16-bit tolerances: the format the dense path reads ("fp8_tensor" with its k_scale; DeepSeek-V3.2's
-"fp8" rows are refused until a path applies their group scales, tests/test_dense_fp8_defaults.py),
-every mask, odd page sizes and lengths, the configs the rules allow; and a k_scale that is not
-finite and positive refused by validate=True or confined to the call's outputs."""
+16-bit tolerances: both formats ("fp8_tensor" with its k_scale, DeepSeek-V3.2's "fp8"), every
+mask, odd page sizes and lengths, the configs the rules allow; and a k_scale that is not finite
+and positive refused by validate=True or confined to the call's outputs."""
 
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ from .strategies import HEADS, PAGE_SIZES, configs, seq_lens
 
 pytestmark = pytest.mark.gpu
 SEEDS = st.integers(0, 2**31 - 1)
-FORMATS = ("fp8_tensor",)
+FORMATS = ("fp8_tensor", "fp8")
 
 
 @st.composite

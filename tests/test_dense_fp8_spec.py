@@ -58,7 +58,6 @@ def test_an_fp8_spec_is_refused_where_it_cannot_be_read():
 @pytest.mark.parametrize(
     "kv_format, fields, field, why",
     [
-        ("fp8", {}, "compute", "group scales"),
         ("fp8_tensor", {"qk_ahead": 1, "smem_stages": 3}, "qk_ahead", "one 16-bit tile"),
         ("fp8_tensor", {"body": "specialized", "num_warps": 8, "smem_stages": 4}, "body", "one"),
         ("fp8_tensor", {"ring_slack": 1, "smem_stages": 3}, "ring_slack", "one 16-bit tile"),

@@ -131,6 +131,8 @@ def format_values(spec: Spec) -> dict:
         "e4m3_dims": fmt.e4m3_dims,
         "bf16_dims": fmt.rope_dims,
         "rope_offset": fmt.rope_offset,
+        "scale_group": 0 if fmt.tensor_scale else fmt.group,
+        "scales_offset": fmt.scales_offset,
     }
 
 

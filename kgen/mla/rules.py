@@ -148,9 +148,12 @@ DENSE = (
     ),
     Rule(
         "compute",
-        lambda s, c: s.format.tensor_scale,
-        "no path applies the per-row group scales of kv_format={spec.kv_format!r} yet (only "
-        "'fp8_tensor' is read): take kv_format='dtype' with kgen.mla.dequantize_fp8's values",
+        lambda s, c: (
+            s.format.tensor_scale or (s.format.scales_at == "token" and s.format.scale == "float32")
+        ),
+        "the mma path reads one scale for the tensor or float32 scales in each row, not "
+        "kv_format={spec.kv_format!r}'s: take kv_format='dtype' with kgen.mla.dequantize_fp8's "
+        "values",
         _fp8,
     ),
     Rule(

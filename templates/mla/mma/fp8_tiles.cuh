@@ -3,8 +3,10 @@
 // 16-bit row's bytes for "fp8_tensor", the point of the format where decode is memory-bound) into
 // a raw stage of the cp.async pipeline; widen_tile turns the landed stage into the one 16-bit tile
 // (swizzled as tile_at places it) that the unchanged ldmatrix / mma.sync loop reads. e4m3 widens
-// to float16 and bfloat16 exactly and the tensor's scale multiplies no value: with_k_scale folds
-// it into scale_log2 for q.K, and the kernel applies it to the output once, for V.
+// to float16 and bfloat16 exactly and a tensor's scale multiplies no value: with_k_scale folds
+// it into scale_log2 for q.K, and the kernel applies it to the output once, for V. Scales a group
+// of a row (DeepSeek-V3.2's 656-byte rows) differ from row to row, so widen_tile multiplies them
+// in, rounding e4m3 x scale to T once (the error of a 16-bit cache holding those values).
 // One 16-bit tile serves a loop that reads one tile at a time between two block barriers: q.K
 // ahead and the specialized roles keep two tiles resident and the ring's row groups drift apart,
 // so those are refused for an fp8 cache (kgen.mla.rules).
@@ -12,6 +14,7 @@
 static_assert(!QK_AHEAD && !RING_SLACK && !SPECIALIZE, "an fp8 cache: one 16-bit tile, read one tile at a time");
 static_assert(KV_ROW_BYTES % 16 == 0 && ROPE_OFFSET % 16 == 0, "16-byte copies of a cached row");
 static_assert(E4M3_DIMS % 8 == 0 && E4M3_DIMS + BF16_DIMS == HEAD_DIM, "an fp8 row holds every dim");
+static_assert(TENSOR_SCALE || (SCALE_GROUP % 8 == 0 && E4M3_DIMS % SCALE_GROUP == 0), "whole groups a chunk");
 
 {% include "mla/fp8_values.cuh" %}
 
@@ -67,8 +70,14 @@ __device__ __forceinline__ T* widen_tile(const T* stage, T* wide) {
     uint4 v;
     if (E4M3_CHUNKS == CHUNKS || c < E4M3_CHUNKS) {
       const uint2 w = *reinterpret_cast<const uint2*>(row + c * 8);
-      const uint2 lo = widen_quad(w.x), hi = widen_quad(w.y);
-      v = make_uint4(lo.x, lo.y, hi.x, hi.y);
+      if constexpr (TENSOR_SCALE) {
+        const uint2 lo = widen_quad(w.x), hi = widen_quad(w.y);
+        v = make_uint4(lo.x, lo.y, hi.x, hi.y);
+      } else {
+        const float scale = *reinterpret_cast<const float*>(row + SCALES_OFFSET + c * 8 / SCALE_GROUP * 4);
+        const uint2 lo = scaled_quad(w.x, scale), hi = scaled_quad(w.y, scale);
+        v = make_uint4(lo.x, lo.y, hi.x, hi.y);
+      }
     } else {
       v = rope_words(*reinterpret_cast<const uint4*>(row + ROPE_OFFSET + (c - E4M3_CHUNKS) * 16));
     }
@@ -79,7 +88,7 @@ __device__ __forceinline__ T* widen_tile(const T* stage, T* wide) {
 }
 
 // A V row of the 16-bit tile as fold_bad_drafts reads it (the cache holds e4m3 bytes): value d of
-// position n, unscaled as the tile holds it.
+// position n as the tile holds it (a tensor scale not yet applied).
 struct WideRow {
   const T* tile;
   int n;
@@ -88,8 +97,8 @@ struct WideRow {
 
 // The parameters with the tensor's scale folded into the softmax's: scores are q.(e4m3 values) x
 // k_scale, so scale_log2 x k_scale, once per launch (read at each launch: a captured graph follows
-// a new value).
+// a new value). Scales in the rows are in the tile already.
 __device__ __forceinline__ Params with_k_scale(Params p) {
-  p.scale_log2 *= __ldg(p.k_scale);
+  if constexpr (TENSOR_SCALE) p.scale_log2 *= __ldg(p.k_scale);
   return p;
 }

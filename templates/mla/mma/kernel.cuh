@@ -196,14 +196,16 @@
     __syncthreads();
   }
 
-{% if kv_fp8 == "true" %}  // V's scale, once: the tiles held the e4m3 values unscaled (and fold_bad_drafts read them so)
-  const float v_scale = __ldg(p.k_scale);
+{% if kv_fp8 == "true" %}  // V's tensor scale, once: the tiles held the e4m3 values unscaled (and fold_bad_drafts read them so)
+  if constexpr (TENSOR_SCALE) {
+    const float v_scale = __ldg(p.k_scale);
 #pragma unroll
-  for (int i = 0; i < WARP_M; ++i)
+    for (int i = 0; i < WARP_M; ++i)
 #pragma unroll
-    for (int j = 0; j < O_TILES; ++j)
+      for (int j = 0; j < O_TILES; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) o[i][j][e] *= v_scale;
+        for (int e = 0; e < 4; ++e) o[i][j][e] *= v_scale;
+  }
 
 {% endif %}  // Results: out/lse with one split, else this split's slot of the workspace, then the combine
   // (here, or with PDL_COMBINE in mla_combine, a kernel of its own).
