@@ -196,3 +196,39 @@ def test_an_fp8_tensor_workload_quantizes_the_values_a_16_bit_one_holds():
     np.testing.assert_allclose(out.numpy(), ref_out, rtol=1e-12, atol=1e-12)
     base_out, _ = torch_mla(torch_mla.prepare(w))
     np.testing.assert_allclose(base_out.float().numpy(), ref_out, rtol=0.05, atol=0.05)
+
+
+@pytest.mark.parametrize("name", ["dsv32-sparse-h16-b32", "dsv4-h16-k1024-t3-b32"])
+def test_the_read_only_gather_addresses_each_list_as_its_format_lays_rows_out(name):
+    """bench/time_shipped.py --gather's launches, made on the CPU (the GPU test checks the bytes
+    they read): a launch a list, a block a 32 entries of a query row, payload rows at the
+    format's stride (V4: the 576-byte payload row, its scale rows after the page's payload), and
+    the bytes counted as the listed tokens' whole rows."""
+    import dataclasses
+
+    import torch
+
+    from kgen.tune.gather import ROWS, read_rows
+    from kgen.tune.space import load_grid
+    from kgen.tune.sparse_trials import bench_workload
+
+    (case,) = [c for c in load_grid(family="sparse") if c.name == name]
+    case = dataclasses.replace(case, batch=2, prefix=min(case.prefix, 3000))
+    w = bench_workload(case, torch.device("cpu"), seed=1)
+    gather = read_rows(w)
+    fmt, spec = w.spec.format, w.spec
+    page_sizes = [spec.page_size] + ([spec.extra_page_size] if spec.has_extra else [])
+    assert len(gather.launches) == len(page_sizes) == len(w.lists())
+    for (grid, args, _), (cache, indices, _, page_size) in zip(
+        gather.launches, w.lists(), strict=True
+    ):
+        topk = indices.shape[2]
+        assert grid == (-(-topk // ROWS), case.batch * spec.q_len, 1)
+        values = [a.value for a in args]
+        assert values[3:5] == [topk, page_size]
+        assert values[5] == cache.stride(0) * cache.element_size()  # the (padded) page
+        if fmt.scales_at == "page":
+            assert values[6:10] == [576, 36, page_size * 576, 8]
+        else:
+            assert values[6:9] == [656, 41, -1]
+    assert gather.bytes == w.listed() * fmt.token_bytes

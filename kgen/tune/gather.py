@@ -6,6 +6,7 @@ kernel's in the same run, says how much of the kernel's time the gather itself e
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 from functools import cache
 
 import torch
@@ -19,6 +20,7 @@ ROWS, THREADS = 32, 256  # listed entries a block, threads a block
 
 
 def read_rows_program():
+    """The gather's kernel, as a Program (built for the GPU at hand by read_rows)."""
     return render_program(
         "read_rows",
         "mla_sparse/read_rows.cu.jinja",
@@ -32,12 +34,27 @@ def _module():
     return load_module(build_program(read_rows_program(), "native"))
 
 
-def read_rows(w: SparseWorkload, key: int = 0x9E3779B9) -> callable:
-    """A function that launches the gather of `w`'s listed rows on the current stream (the
-    per-call-invariant arguments made here, not in the timed call). Its `sink` counts the blocks
-    whose XOR of the 32-bit words they read equals `key` (a test's check that the right bytes
-    were read)."""
-    fmt, module = w.spec.format, _module()
+@dataclass
+class Gather:
+    """The launches of one workload's gather, made once: calling it issues them on the current
+    stream. `sink` counts the blocks whose XOR of the 32-bit words they read equals the key (a
+    test's check that the right bytes were read); `bytes` is what it reads."""
+
+    launches: list  # (grid, C arguments, the tensors they point into) a list
+    device: int
+    sink: torch.Tensor
+    bytes: int
+
+    def __call__(self) -> None:
+        stream, kernel = torch.cuda.current_stream().cuda_stream, _module()["read_rows"]
+        for grid, args, _ in self.launches:
+            kernel.launch(grid, (THREADS, 1, 1), args, stream=stream, device=self.device)
+
+
+def read_rows(w: SparseWorkload, key: int = 0x9E3779B9) -> Gather:
+    """The gather of `w`'s listed rows (its per-call-invariant arguments made here, not in the
+    timed call)."""
+    fmt = w.spec.format
     sink = torch.zeros(1, dtype=torch.int32, device=w.q.device)
     launches = []
     for cache_rows, indices, lengths, page_size in w.lists():
@@ -46,12 +63,12 @@ def read_rows(w: SparseWorkload, key: int = 0x9E3779B9) -> callable:
         row_stride = fmt.row_bytes if fmt.scales_at == "page" else cache_rows.stride(1) * element
         scale_rows = fmt.scale_row_offset(page_size) if fmt.scales_at == "page" else -1
         if lengths is not None:  # one a query row
-            lengths = lengths.expand(batch, q_len) if lengths.dim() == 2 else lengths[:, None]
+            lengths = lengths if lengths.dim() == 2 else lengths[:, None]
             lengths = lengths.expand(batch, q_len).contiguous().to(torch.int32)
-        keep = (cache_rows, indices.contiguous(), lengths)  # alive while the launches are
+        indices = indices.contiguous()
         args = [
             ctypes.c_void_p(cache_rows.data_ptr()),
-            ctypes.c_void_p(keep[1].data_ptr()),
+            ctypes.c_void_p(indices.data_ptr()),
             ctypes.c_void_p(0 if lengths is None else lengths.data_ptr()),
             ctypes.c_int(topk),
             ctypes.c_int(page_size),
@@ -64,16 +81,8 @@ def read_rows(w: SparseWorkload, key: int = 0x9E3779B9) -> callable:
             ctypes.c_void_p(sink.data_ptr()),
         ]
         grid = (-(-topk // ROWS), batch * q_len, 1)
-        launches.append((grid, args, keep))
-    device = w.q.device.index
-
-    def run() -> None:
-        stream = torch.cuda.current_stream().cuda_stream
-        for grid, args, _ in launches:
-            module["read_rows"].launch(grid, (THREADS, 1, 1), args, stream=stream, device=device)
-
-    run.bytes, run.sink = gathered_bytes(w), sink
-    return run
+        launches.append((grid, args, (cache_rows, indices, lengths)))
+    return Gather(launches, w.q.device.index, sink, gathered_bytes(w))
 
 
 def gathered_bytes(w: SparseWorkload) -> int:
