@@ -9,7 +9,15 @@ import math
 
 import torch
 
-from kgen.mla.operands import INT32_MAX, InputError, Limit, Operand, check_operands, fail
+from kgen.mla.operands import (
+    INT32_MAX,
+    InputError,
+    Limit,
+    Operand,
+    attention_outputs,
+    check_operands,
+    fail,
+)
 from kgen.mla.spec import Spec
 
 
@@ -75,18 +83,7 @@ def operands(spec: Spec, vec_width: int = 1) -> tuple[tuple[Operand, ...], tuple
         Operand("seq_lens", "int32", ("B",), "B", access="last", field="seq_lens"),
         *scale_operands(spec),
     )
-    outputs = (
-        Operand(
-            "out",
-            spec.dtype,
-            ("B", t, h, spec.latent_dim),
-            "B, q_len, heads, latent",
-            align=row,
-            field="out",
-            strides=("o_sb", "o_st", "o_sh"),
-        ),
-        Operand("lse", "float32", ("B", t, h), "B, q_len, heads", access="whole", field="lse"),
-    )
+    outputs = attention_outputs(spec, "B, q_len, heads, latent", align=row)
     return inputs, outputs
 
 

@@ -122,6 +122,23 @@ class Operand:
         return t.is_contiguous()
 
 
+def attention_outputs(spec, dims: str, align: int) -> tuple[Operand, Operand]:
+    """Both families' outputs: out [B, T, H, latent] in q's dtype and lse [B, T, H] float32,
+    `dims` naming out's dimensions as the family's messages do (lse's: all but the last)."""
+    t, h = spec.q_len, spec.heads
+    out = Operand(
+        "out",
+        spec.dtype,
+        ("B", t, h, spec.latent_dim),
+        dims,
+        align=align,
+        field="out",
+        strides=("o_sb", "o_st", "o_sh"),
+    )
+    lse_dims = dims.rsplit(", ", 1)[0]
+    return out, Operand("lse", "float32", ("B", t, h), lse_dims, access="whole", field="lse")
+
+
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """The strides, in elements, of a contiguous tensor of `shape`."""
     strides, step = [], 1

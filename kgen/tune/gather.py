@@ -82,9 +82,4 @@ def read_rows(w: SparseWorkload, key: int = 0x9E3779B9) -> Gather:
         ]
         grid = (-(-topk // ROWS), batch * q_len, 1)
         launches.append((grid, args, (cache_rows, indices, lengths)))
-    return Gather(launches, w.q.device.index, sink, gathered_bytes(w))
-
-
-def gathered_bytes(w: SparseWorkload) -> int:
-    """Bytes the gather reads of the caches (listed entries within their rows' lengths)."""
-    return w.listed() * w.spec.format.token_bytes
+    return Gather(launches, w.q.device.index, sink, w.gathered_bytes())

@@ -10,7 +10,7 @@ import torch
 
 from kgen.mla import fp8
 from kgen.mla.sparse.spec import SparseSpec
-from kgen.mla.sparse.workload import SparseWorkload
+from kgen.mla.sparse.workload import SparseWorkload, in_length
 from kgen.tune.space import Case
 
 CHUNK_TOKENS = 1 << 20  # cache tokens generated (and quantized) at a time
@@ -133,14 +133,6 @@ def _values(raw: torch.Tensor, spec: SparseSpec, dtype: torch.dtype) -> torch.Te
     return torch.cat((latent, rope), dim=-1).to(dtype)
 
 
-def _in_length(indices: torch.Tensor, lengths) -> torch.Tensor:
-    """bool [B, T, k]: the entries within their row's length (all where none is given)."""
-    if lengths is None:
-        return torch.ones_like(indices, dtype=torch.bool)
-    per_row = lengths if lengths.dim() == 2 else lengths[:, None]
-    return torch.arange(indices.shape[2], device=indices.device) < per_row[..., None]
-
-
 def gathered_rows(w: SparseWorkload, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """([B, T, K, D] in `dtype`: the cache rows each query token lists, both lists joined;
     bool [B, T, K]: which entries count (>= 0 and within the row's length)), a -1 or a slot out
@@ -148,7 +140,7 @@ def gathered_rows(w: SparseWorkload, dtype: torch.dtype) -> tuple[torch.Tensor, 
     keys, counted = [], []
     for cache, indices, lengths, _ in w.lists():
         keys.append(_values(_rows_of(cache, w.spec, indices), w.spec, dtype))
-        counted.append((indices >= 0) & _in_length(indices, lengths))
+        counted.append((indices >= 0) & in_length(indices, lengths))
     return torch.cat(keys, dim=2), torch.cat(counted, dim=2)
 
 
@@ -157,7 +149,7 @@ def _out_of_range(w: SparseWorkload) -> torch.Tensor:
     bad = torch.zeros(w.indices.shape[:2], dtype=torch.bool, device=w.indices.device)
     for cache, indices, lengths, _ in w.lists():
         slots = cache.shape[0] * cache.shape[1]
-        outside = ((indices < -1) | (indices >= slots)) & _in_length(indices, lengths)
+        outside = ((indices < -1) | (indices >= slots)) & in_length(indices, lengths)
         bad |= outside.any(dim=-1)
     return bad
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from kgen.mla.operands import InputError, Limit, Operand, check_operands
+from kgen.mla.operands import InputError, Limit, Operand, attention_outputs, check_operands
 from kgen.mla.sparse.spec import SparseSpec
 
 MAX_TOKENS = 65535  # query tokens (B x T) per launch: the grid's z dimension
@@ -105,18 +105,7 @@ def operands(spec: SparseSpec) -> tuple[tuple[Operand, ...], tuple[Operand, ...]
         ),
         *v4_operands(spec),
     )
-    outputs = (
-        Operand(
-            "out",
-            spec.dtype,
-            ("B", t, h, spec.latent_dim),
-            "B, T, heads, 512",
-            align=4,
-            field="out",
-            strides=("o_sb", "o_st", "o_sh"),
-        ),
-        Operand("lse", "float32", ("B", t, h), "B, T, heads", access="whole", field="lse"),
-    )
+    outputs = attention_outputs(spec, "B, T, heads, 512", align=4)
     return inputs, outputs
 
 

@@ -12,6 +12,15 @@ from kgen.mla.sparse.spec import SparseSpec
 NEVER_LISTED = 1e4  # cache rows no index lists hold this: reading one shows in the result
 
 
+def in_length(indices: torch.Tensor, lengths) -> torch.Tensor:
+    """bool [B, T, k]: the entries within their row's length (all where none is given; lengths
+    [B] a sequence or [B, T] a row)."""
+    if lengths is None:
+        return torch.ones_like(indices, dtype=torch.bool)
+    per_row = lengths if lengths.dim() == 2 else lengths[:, None]
+    return torch.arange(indices.shape[2], device=indices.device) < per_row[..., None]
+
+
 @dataclass
 class SparseWorkload:
     spec: SparseSpec
@@ -48,15 +57,8 @@ class SparseWorkload:
 
     def listed(self) -> int:
         """Entries the call reads: those >= 0 within each row's length, of both lists."""
-        total = 0
-        for _, indices, lengths, _ in self.lists():
-            valid = indices >= 0
-            if lengths is not None:
-                per_row = lengths if lengths.dim() == 2 else lengths[:, None]
-                position = torch.arange(indices.shape[2], device=indices.device)
-                valid &= position < per_row[..., None]
-            total += int(valid.sum())
-        return total
+        lists = self.lists()
+        return sum(int(((i >= 0) & in_length(i, n)).sum()) for _, i, n, _ in lists)
 
     def poisoned_outputs(self) -> tuple[torch.Tensor, torch.Tensor]:
         """out and lse filled with NaN: after a call, any unwritten element shows."""
