@@ -119,6 +119,11 @@ def main() -> int:
         "--flush", choices=FLUSHES, default="write", help="how L2 is flushed (kgen.tune.timing)"
     )
     parser.add_argument("--dtype", help="time each grid case at this dtype (bfloat16, float16)")
+    parser.add_argument(
+        "--kv-format",
+        help="time each dense 16-bit grid case on this cache format (fp8_tensor; with --default: "
+        "the shipped configs are tuned for the 16-bit cache)",
+    )
     args = parser.parse_args()
 
     from kgen import device
@@ -133,6 +138,14 @@ def main() -> int:
         grid = {
             n: dataclasses.replace(c, spec=dataclasses.replace(c.spec, dtype=args.dtype))
             for n, c in grid.items()
+        }
+    if args.kv_format:
+        if not args.default:
+            parser.error("--kv-format times the heuristic defaults: add --default")
+        grid = {
+            n: dataclasses.replace(c, spec=dataclasses.replace(c.spec, kv_format=args.kv_format))
+            for n, c in grid.items()
+            if not isinstance(c.spec, SparseSpec) and c.spec.dtype != "float32"
         }
     configs = shipped_configs()
     arch, sms = resolve_arch("native"), device.sm_count(0)
@@ -162,6 +175,7 @@ def main() -> int:
         res = r.get("resources", {})
         row = {"case": name, "config": config.short_name(), "kv_splits": config.kv_splits}
         row |= {"flush": args.flush, "batch": case.batch, "dtype": case.spec.dtype}
+        row |= {"kv_format": case.spec.kv_format}
         row |= {k: r.get(k) for k in ("status", "median_us", "p10_us", "p90_us", "error")}
         row |= {k: res.get(k) for k in ("registers", "spills", "warps_per_sm")}
         print(json.dumps(row), flush=True)

@@ -11,7 +11,10 @@ its weights; kgen runs the "absorbed" form a serving engine uses at decode time:
 
 The reference runs the module's forward over each whole sequence (prefix and draft tokens) with
 an additive mask that lets draft t see the prefix and its ancestors in the draft tree, and keeps
-the draft rows. Run it: python examples/deepseek_v3_decode.py (needs a GPU and transformers).
+the draft rows. With kv_format="fp8_tensor" the cache is e4m3 under one float32 k_scale (vLLM's
+and SGLang's kv_cache_dtype=fp8): the rows are quantized once written, with the scale taken from
+them here (an engine calibrates it ahead). Run it: python examples/deepseek_v3_decode.py (needs a
+GPU and transformers).
 """
 
 from __future__ import annotations
@@ -107,9 +110,12 @@ def reference(attn, rotary, hidden, tree):
     return out[0, n - q_len :]
 
 
-def decode_step(prefixes=(37, 70), q_len: int = 4, dtype=torch.bfloat16, seed: int = 0):
-    """One verify step of len(prefixes) sequences; returns (kgen's draft rows, the reference's),
-    each [B, T, hidden]."""
+def decode_step(
+    prefixes=(37, 70), q_len: int = 4, dtype=torch.bfloat16, seed: int = 0, kv_format="dtype"
+):
+    """One verify step of len(prefixes) sequences, the cache in q's dtype or an fp8 format of
+    kgen.mla.kv_format ("fp8_tensor"); returns (kgen's draft rows, the reference's), each
+    [B, T, hidden]."""
     torch.manual_seed(seed)
     device = torch.device("cuda")
     config = small_config()
@@ -136,11 +142,16 @@ def decode_step(prefixes=(37, 70), q_len: int = 4, dtype=torch.bfloat16, seed: i
                 ]
             q[b] = layer.queries(hidden[n - q_len :], positions[n - q_len :])
 
+        extra = {}
+        if kv_format == "fp8_tensor":
+            k_scale = kgen.mla.tensor_scale(kv_cache).reshape(1)
+            kv_cache = kgen.mla.quantize_fp8(kv_cache, kv_format, scale=k_scale)
+            extra = {"k_scale": k_scale}
         spec = kgen.mla.spec_for(q, kv_cache, tree, latent_dim=layer.latent)
         runner = kgen.mla.plan(spec, len(prefixes), width, scale=attn.scaling)
         seq_lens = torch.tensor(lengths, dtype=torch.int32, device=device)
         latent_out, _ = runner.run(
-            q, kv_cache, pages.to(torch.int32), seq_lens, kgen.mla.pack_tree_mask(tree)
+            q, kv_cache, pages.to(torch.int32), seq_lens, kgen.mla.pack_tree_mask(tree), **extra
         )
         got = layer.output(latent_out)
         expected = torch.stack([reference(attn, rotary, h, tree) for h in hiddens])
@@ -152,6 +163,8 @@ def relative_error(got, expected) -> float:
 
 
 if __name__ == "__main__":
-    for dtype in (torch.float32, torch.bfloat16):
-        got, expected = decode_step(dtype=dtype)
-        print(f"{dtype}: relative error of the layer output {relative_error(got, expected):.2e}")
+    runs = [(torch.float32, "dtype"), (torch.bfloat16, "dtype"), (torch.bfloat16, "fp8_tensor")]
+    for dtype, kv_format in runs:
+        got, expected = decode_step(dtype=dtype, kv_format=kv_format)
+        error = relative_error(got, expected)
+        print(f"{dtype}, cache {kv_format}: relative error of the layer output {error:.2e}")

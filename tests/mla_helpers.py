@@ -16,7 +16,7 @@ def reference_for(w: Workload):
         mask = w.mask.cpu().numpy()
     return mla_reference(
         w.q.double().cpu().numpy(),
-        w.kv_cache.double().cpu().numpy(),
+        w.cache_values().double().cpu().numpy(),
         w.block_table.cpu().numpy(),
         w.seq_lens.cpu().numpy(),
         mask,

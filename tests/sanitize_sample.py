@@ -604,6 +604,43 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
             token_groups=4,
         ),
     ),
+    # fp8 caches (one scale for the tensor; the 656-byte rows' per-128 scales): raw stages widened
+    # into the 16-bit tile, split softmax, fused and PDL merges, column groups, pages of 1
+    (
+        Spec(heads=16, q_len=1, dtype="bfloat16", page_size=64, kv_format="fp8_tensor"),
+        Config(heads_per_block=16, kv_splits=5, smem_stages=3, block_n=16, compute=MMA),
+    ),
+    (
+        Spec(heads=8, q_len=4, dtype="float16", page_size=16, mask="tree", kv_format="fp8_tensor"),
+        Config(
+            heads_per_block=8,
+            kv_splits=3,
+            smem_stages=2,
+            block_n=32,
+            num_warps=8,
+            col_groups=4,
+            compute=MMA,
+            softmax="split",
+            merge="pdl",
+        ),
+    ),
+    (
+        Spec(heads=3, q_len=5, dtype="bfloat16", page_size=1, mask="causal", kv_format="fp8"),
+        Config(heads_per_block=3, kv_splits=7, smem_stages=4, block_n=16, compute=MMA),
+    ),
+    (
+        Spec(heads=64, q_len=2, dtype="bfloat16", page_size=64, mask="tree", kv_format="fp8"),
+        Config(  # sm_120's default: 47 splits, the PDL merge
+            heads_per_block=8,
+            kv_splits=47,
+            smem_stages=2,
+            block_n=16,
+            compute=MMA,
+            min_blocks=1,
+            softmax="split",
+            merge="pdl",
+        ),
+    ),
 ]
 
 
@@ -619,8 +656,9 @@ def main() -> int:
             length = int(w.seq_lens[1])
             n = length - spec.q_len + spec.q_len - 1
             page = int(w.block_table[1, n // spec.page_size])
-            w.kv_cache[page, n % spec.page_size, : spec.latent_dim] = float("nan")
-        out, lse = run_poisoned(build(spec, config, "native"), w)
+            row = w.kv_cache[page, n % spec.page_size]  # an fp8 row's latent: e4m3 NaN bytes
+            row[: spec.latent_dim] = 0x7F if spec.kv_format != "dtype" else float("nan")
+        out, lse = run_poisoned(build(spec, config, "native"), w, **w.keywords())
         err = check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)
         print(
             f"ok  {spec.short_name():32s} {config.short_name():34s} splits={config.kv_splits:<3d} "

@@ -122,6 +122,28 @@ def decode_cache(raw: np.ndarray, name: str, page_size: int | None = None) -> np
     )
 
 
+def quantize_tensor(kv: np.ndarray, scale: float | None = None) -> tuple[np.ndarray, np.float32]:
+    """vLLM's and SGLang's kv_cache_dtype="fp8" MLA cache: float32 [pages, page_size, 576] ->
+    (its bytes, uint8 [pages, page_size, 576] of e4m3 kv / scale, and the float32 scale). The
+    scale: the one given, else max(amax / 448, 2^-126) in float32 over kv's finite values;
+    quotients saturate to +-448, non-finite values become NaN (0x7F)."""
+    kv = np.asarray(kv, dtype=np.float32)
+    finite = np.isfinite(kv)
+    if scale is None:
+        amax = np.abs(np.where(finite, kv, np.float32(0))).max()
+        scale = np.maximum(amax / np.float32(448), np.float32(2.0**-126))
+    scale = np.float32(scale)
+    with np.errstate(over="ignore"):
+        quotient = np.clip(kv / scale, np.float32(-448), np.float32(448))  # float32 division
+    quotient = np.where(finite, quotient.astype(np.float64), np.nan)
+    return encode_e4m3(quotient), scale
+
+
+def decode_tensor(raw: np.ndarray, scale: float) -> np.ndarray:
+    """quantize_tensor's bytes -> float64 e4m3 values x the (float32) scale."""
+    return e4m3_to_float64(raw) * np.float64(np.float32(scale))
+
+
 def decode_fp8_cache(cache: np.ndarray) -> np.ndarray:
     """uint8 [pages, page_size, 656] -> float64 [pages, page_size, 576] (e4m3 x scale, rope)."""
     cache = np.asarray(cache, dtype=np.uint8)

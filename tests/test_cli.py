@@ -72,6 +72,11 @@ MORE_MISUSES = {
     "jobs": (["sweep", "--heads", "4", "--jobs", "0"], ["--jobs", ">= 1"]),
     "j": (["sweep", "--heads", "4", "-j", "x"], ["-j/--jobs", "'x'"]),
     "space": (["sweep", "--heads", "4", "--space", "huge"], ["--space", "compact", "full"]),
+    "kv-format-dense": (["sweep", "--heads", "4", "--kv-format", "v4_fp8"], ["--kv-format"]),
+    "kv-format-sparse": (
+        ["sweep", "--heads", "16", "--topk", "64", "--kv-format", "fp8_tensor"],
+        ["--kv-format", "fp8_tensor", "one scale"],
+    ),
     "devices-text": (["sweep", "--heads", "4", "--devices", "0,a"], ["--devices", "'0,a'"]),
     "devices-twice": (["sweep", "--heads", "4", "--devices", "1,1"], ["--devices", "distinct"]),
     "devices-missing": (["sweep", "--heads", "4", "--devices", "99"], ["--devices", "no GPU"]),
@@ -184,6 +189,19 @@ def test_a_malformed_grid_names_the_file_and_case(tmp_path, name):
     path.write_text(GRIDS[name])
     with pytest.raises(GridError, match=name):
         load_grid(path)
+
+
+def test_a_case_names_its_cache_format_and_tunes_apart_from_the_16_bit_one():
+    """A grid entry's kv_format (dense: "dtype" by default, or "fp8_tensor"; sparse: "fp8" by
+    default) reaches its spec, whose name keys the tuning database."""
+    from kgen.tune.space import case_from_dict
+
+    dense = {"name": "d", "B": 2, "H": 16, "S": 300}
+    fp8 = case_from_dict({**dense, "kv_format": "fp8_tensor"})
+    assert fp8.spec.kv_format == "fp8_tensor" and case_from_dict(dense).spec.kv_format == "dtype"
+    assert fp8.spec.short_name() != case_from_dict(dense).spec.short_name()
+    sparse = case_from_dict({"name": "s", "B": 1, "H": 16, "S": 300, "topk": 64})
+    assert sparse.spec.kv_format == "fp8"
 
 
 # A compile-only sweep on CPU of 36 variants (a minute or more on two cores), and one of 3 with

@@ -10,11 +10,21 @@ import numpy as np
 import pytest
 import torch
 
-from kgen.mla import dequantize_fp8, quantize_fp8
+from kgen.mla import dequantize_fp8, quantize_fp8, sparse_spec_for, tensor_scale
 from kgen.mla.fp8 import Fp8CacheError, page_view
 from kgen.mla.kv_format import FORMATS
+from kgen.mla.operands import InputError
+from kgen.mla.sparse.spec import SparseSpec
+from kgen.params import ParamError
 
-from .sparse_reference import LAYOUTS, decode_cache, quantize, v4_reference
+from .sparse_reference import (
+    LAYOUTS,
+    decode_cache,
+    decode_tensor,
+    quantize,
+    quantize_tensor,
+    v4_reference,
+)
 
 FP8 = ("fp8", "v4_fp8", "v41_fp8")
 
@@ -46,7 +56,10 @@ def test_the_table_holds_the_documented_sizes():
     sizes = {n: (f.head_dim, f.token_bytes, f.row_bytes) for n, f in FORMATS.items()}
     assert sizes["fp8"] == (576, 656, 656) and sizes["bf16"] == (576, 1152, 1152)
     assert sizes["v4_fp8"] == (512, 584, 576) and sizes["v41_fp8"] == (512, 528, 528)
-    assert sizes["v4_bf16"] == (512, 1024, 1024)
+    assert sizes["v4_bf16"] == (512, 1024, 1024) and sizes["fp8_tensor"] == (576, 576, 576)
+    tensor = FORMATS["fp8_tensor"]
+    assert tensor.tensor_scale and (tensor.scale_groups, tensor.rope_dims) == (0, 0)
+    assert not any(f.tensor_scale for n, f in FORMATS.items() if n != "fp8_tensor")
     v4 = FORMATS["v4_fp8"]
     # a page: payload rows, then 8-byte scale rows, padded to a multiple of 576 bytes
     assert [v4.page_bytes(n) for n in (256, 64, 2, 1)] == [149760, 37440, 1728, 1152]
@@ -117,6 +130,89 @@ def test_non_finite_values_become_nan_alone_in_ue8m0_groups():
     clean = dequantize_fp8(quantize_fp8(torch.nan_to_num(kv, posinf=0.0), format="v4_fp8"))
     keep = torch.isfinite(kv)
     assert torch.equal(back[keep], clean[keep])
+
+
+def tensor_source(pages, page_size, seed, dtype=torch.bfloat16):
+    """A 576-wide cache whose tokens span 2^[-30, 10] (some e4m3 subnormal once scaled), a few
+    of them all zero."""
+    gen = torch.Generator().manual_seed(seed)
+    kv = torch.randn(pages, page_size, 576, generator=gen)
+    kv *= torch.exp2(torch.randint(-30, 11, (pages, page_size, 1), generator=gen))
+    kv[torch.rand(pages, page_size, generator=gen) < 0.1] = 0.0
+    return kv.to(dtype)
+
+
+# None: amax / 448; 2^-14 saturates most values to +-448; 1e3 leaves most e4m3 subnormal or 0
+@pytest.mark.parametrize("scale", [None, 2.0**-14, 1e3, 0.37])
+@pytest.mark.parametrize("page_size", [1, 3, 64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_tensor_scaled_bytes_are_the_documented_ones(scale, page_size, dtype):
+    kv = tensor_source(2, page_size, seed=page_size, dtype=dtype)
+    ours = quantize_fp8(kv, format="fp8_tensor", scale=scale)
+    theirs, their_scale = quantize_tensor(kv.float().numpy(), scale)
+    assert ours.dtype == torch.uint8 and ours.shape == (2, page_size, 576)
+    np.testing.assert_array_equal(ours.numpy(), theirs)
+    used = tensor_scale(kv) if scale is None else torch.tensor(scale, dtype=torch.float32)
+    assert used.dtype == torch.float32 and used.item() == their_scale
+    back = dequantize_fp8(ours, scale=used)  # told by its width
+    # e4m3 x a float32 scale is exact in float64: one rounding to float32, the same everywhere
+    expect = decode_tensor(theirs, their_scale).astype(np.float32)
+    np.testing.assert_array_equal(back.numpy(), expect)
+
+
+def test_tensor_scale_is_amax_over_448_of_the_finite_values():
+    kv = tensor_source(2, 4, seed=9, dtype=torch.float32)
+    amax = kv.abs().max()
+    kv[0, 0, 0], kv[1, 3, 100], kv[1, 2, 5] = float("inf"), float("nan"), -float("inf")
+    assert tensor_scale(kv).item() == np.float32(amax.item()) / np.float32(448)
+    back = dequantize_fp8(quantize_fp8(kv, format="fp8_tensor"), scale=tensor_scale(kv))
+    bad = ~torch.isfinite(kv)
+    assert back[bad].isnan().all() and back[~bad].isfinite().all()
+    assert back[~bad].abs().max() == amax  # the largest value is 448 x scale, exactly
+    assert tensor_scale(torch.zeros(1, 2, 576)).item() == 2.0**-126
+
+
+def test_tensor_scale_is_given_or_refused():
+    kv = tensor_source(1, 2, seed=4)
+    for bad in (float("nan"), float("inf"), 0.0, -1.0, 1e-46, torch.ones(2), "1"):
+        with pytest.raises(Fp8CacheError, match="scale"):
+            quantize_fp8(kv, format="fp8_tensor", scale=bad)
+    cache = quantize_fp8(kv, format="fp8_tensor", scale=torch.tensor([0.5]))
+    with pytest.raises(Fp8CacheError, match="pass it as scale"):
+        dequantize_fp8(cache)
+    with pytest.raises(Fp8CacheError, match="finite"):
+        dequantize_fp8(cache, scale=float("nan"))
+    assert torch.equal(cache, quantize_fp8(kv, format="fp8_tensor", scale=0.5))
+    with pytest.raises(Fp8CacheError, match="only a format with one scale"):
+        quantize_fp8(kv, format="fp8", scale=0.5)
+    with pytest.raises(Fp8CacheError, match="takes no scale"):
+        dequantize_fp8(quantize_fp8(kv), scale=0.5)
+
+
+def test_the_sparse_family_refuses_a_tensor_scaled_cache():
+    with pytest.raises(ParamError, match="SparseSpec.kv_format='fp8_tensor'"):
+        SparseSpec(heads=4, kv_format="fp8_tensor")
+    q, idx = (
+        torch.zeros(1, 1, 4, 576, dtype=torch.bfloat16),
+        torch.zeros(1, 1, 8, dtype=torch.int32),
+    )
+    cache = quantize_fp8(torch.zeros(2, 4, 576), format="fp8_tensor", scale=1.0)
+    with pytest.raises(InputError, match="576, one scale for the tensor"):
+        sparse_spec_for(q, cache, idx)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("scale", [None, 0.37])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cuda_writes_the_tensor_scaled_bytes_the_cpu_does(scale, dtype):
+    kv = tensor_source(64, 64, seed=12, dtype=dtype)
+    cpu = quantize_fp8(kv, format="fp8_tensor", scale=scale)
+    gpu = quantize_fp8(kv.cuda(), format="fp8_tensor", scale=scale)
+    assert torch.equal(cpu, gpu.cpu())
+    assert tensor_scale(kv.cuda()).item() == tensor_scale(kv).item()
+    used = tensor_scale(kv) if scale is None else scale
+    back = dequantize_fp8(gpu, scale=used.cuda() if scale is None else used).cpu()
+    assert torch.equal(back, dequantize_fp8(cpu, scale=used))
 
 
 @pytest.mark.gpu

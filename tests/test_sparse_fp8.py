@@ -98,6 +98,9 @@ def test_bad_inputs_are_named(bad, match):
 
 def test_dequantize_refuses_what_quantize_does_not_make():
     with pytest.raises(Fp8CacheError, match="uint8"):
+        dequantize_fp8(torch.zeros(1, 1, 600, dtype=torch.uint8))
+    # 576 bytes a token is the tensor-scaled format: read only with its scale
+    with pytest.raises(Fp8CacheError, match="pass it as scale"):
         dequantize_fp8(torch.zeros(1, 1, 576, dtype=torch.uint8))
     with pytest.raises(Fp8CacheError, match="uint8"):
         dequantize_fp8(torch.zeros(1, 1, 656))

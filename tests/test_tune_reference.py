@@ -171,6 +171,33 @@ def test_the_v4_bench_workload_of_a_grid_case_builds_and_its_oracle_is_the_refer
     assert np.abs(base_out.double().numpy()[rows] - ref_out[rows]).max() < 0.05
 
 
+def test_an_fp8_tensor_workload_quantizes_the_values_a_16_bit_one_holds():
+    """The sweep's fp8_tensor workload: the 16-bit workload's values (same seed) in e4m3 under
+    a k_scale of the used rows' amax / 448, passed as the call's k_scale; the oracle and the
+    torch baseline read the dequantized values; rows no sequence uses saturate."""
+    import torch
+
+    lens = [3, 20, 41]
+    spec = Spec(heads=4, q_len=3, mask="causal", page_size=8, kv_format="fp8_tensor")
+    w = make_workload(spec, lens, device="cpu", seed=4)
+    plain = make_workload(
+        Spec(heads=4, q_len=3, mask="causal", page_size=8), lens, device="cpu", seed=4
+    )
+    assert w.kv_cache.dtype == torch.uint8 and w.kv_cache.shape == plain.kv_cache.shape
+    used = plain.kv_cache.float().abs() < 1e3  # the unused rows hold 1e4 (9984 in bf16)
+    values, exact = w.cache_values(), plain.kv_cache.float()
+    assert w.keywords() == {"k_scale": w.k_scale}
+    assert torch.isclose(w.k_scale, exact[used].abs().max() / 448, rtol=2**-7)  # bf16 here
+    assert torch.allclose(values[used], exact[used], rtol=2**-3, atol=w.k_scale.item() * 2**-9)
+    assert torch.all(values[~used].abs() == 448 * w.k_scale)
+    assert w.kv_bytes() == sum(lens) * 576  # a byte a value
+    out, _ = torch_reference(w)
+    ref_out, _ = reference_for(w)
+    np.testing.assert_allclose(out.numpy(), ref_out, rtol=1e-12, atol=1e-12)
+    base_out, _ = torch_mla(torch_mla.prepare(w))
+    np.testing.assert_allclose(base_out.float().numpy(), ref_out, rtol=0.05, atol=0.05)
+
+
 @pytest.mark.parametrize("name", ["dsv32-sparse-h16-b32", "dsv4-h16-k1024-t3-b32"])
 def test_the_read_only_gather_addresses_each_list_as_its_format_lays_rows_out(name):
     """bench/time_shipped.py --gather's launches, made on the CPU (the GPU test checks the bytes

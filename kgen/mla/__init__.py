@@ -30,7 +30,7 @@ __all__ += [
 if importlib.util.find_spec("torch") is not None:  # running kernels needs torch; building does not
     from kgen.mla import op
     from kgen.mla.api import attention, plan, spec_for
-    from kgen.mla.fp8 import Fp8CacheError, dequantize_fp8, quantize_fp8
+    from kgen.mla.fp8 import Fp8CacheError, dequantize_fp8, quantize_fp8, tensor_scale
     from kgen.mla.inputs import pack_tree_mask
     from kgen.mla.operands import InputError
     from kgen.mla.runner import Runner
@@ -38,5 +38,5 @@ if importlib.util.find_spec("torch") is not None:  # running kernels needs torch
     from kgen.mla.sparse.runner import SparseRunner
 
     __all__ += ["InputError", "Runner", "attention", "op", "pack_tree_mask", "plan", "spec_for"]
-    __all__ += ["Fp8CacheError", "dequantize_fp8", "quantize_fp8", "SparseRunner"]
+    __all__ += ["Fp8CacheError", "dequantize_fp8", "quantize_fp8", "tensor_scale", "SparseRunner"]
     __all__ += ["plan_sparse", "sparse_attention", "sparse_spec_for"]

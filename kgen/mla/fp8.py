@@ -3,6 +3,10 @@ table (kgen.mla.kv_format: where each byte of a token and of a page goes).
 
 quantize_fp8 picks each group's scale from the amax of its finite values:
 
+  a float32 scale for the tensor ("fp8_tensor", vLLM's and SGLang's kv_cache_dtype="fp8"): the
+    one given (k_scale: finite and > 0, rounded to float32), else tensor_scale(kv), the float32
+    rule below over every finite value of kv; values beyond 448 x scale saturate to +-448;
+
   float32 scales ("fp8", DeepSeek-V3.2): scale = amax / 448, floored at the smallest normal float32
     (SCALE_FLOOR) so an all-zero group stores zeros with a finite, nonzero scale;
   UE8M0 scales ("v4_fp8", "v41_fp8"): scale = 2^ceil(log2(max(amax / 448, 1e-4))), FlashMLA's
@@ -60,14 +64,21 @@ def _divide(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
     return (num.double() / den.double()).to(torch.float32)
 
 
+def _float32_scales(amax: torch.Tensor) -> torch.Tensor:
+    """max(amax / 448, SCALE_FLOOR) in float32, exactly rounded."""
+    import torch
+
+    return torch.clamp(_divide(amax, torch.full_like(amax, E4M3_MAX)), min=SCALE_FLOOR)
+
+
 def _scales(amax: torch.Tensor, fmt: KvFormat) -> tuple[torch.Tensor, torch.Tensor]:
     """(float32 scales, their stored bytes [..., groups, scale_bytes]) of the groups' amax."""
     import torch
 
-    quotient = _divide(amax, torch.full_like(amax, E4M3_MAX))
     if fmt.scale == "float32":
-        scales = torch.clamp(quotient, min=SCALE_FLOOR)
+        scales = _float32_scales(amax)
         return scales, scales.contiguous().view(torch.uint8).reshape(*scales.shape, 4)
+    quotient = _divide(amax, torch.full_like(amax, E4M3_MAX))
     floor = torch.tensor(UE8M0_FLOOR, dtype=torch.float32, device=amax.device)
     bits = torch.maximum(quotient, floor).view(torch.int32)  # a normal, positive float32
     exponent = (bits >> 23) - 127 + ((bits & 0x7FFFFF) != 0).to(torch.int32)  # exact ceil(log2)
@@ -75,16 +86,9 @@ def _scales(amax: torch.Tensor, fmt: KvFormat) -> tuple[torch.Tensor, torch.Tens
     return scales, (exponent + 127).to(torch.uint8).unsqueeze(-1)
 
 
-def quantize_fp8(kv: torch.Tensor, format: str = "fp8") -> torch.Tensor:
-    """An fp8 cache of `format` (kgen.mla.kv_format) from a bf16 / fp16 / fp32 cache
-    [pages, page_size, head_dim], on kv's device (CPU or CUDA): uint8 [pages, page_size,
-    token_bytes] ("fp8": 656, "v41_fp8": 528). For "v4_fp8" (584) it is a view of
-    [pages, page_bytes] (pages padded to a multiple of 576 bytes): its page stride is the padded
-    page, and each page holds its payload rows, then its scale rows (FlashMLA's MODEL1 layout).
-    See the module docstring for the scales."""
+def _check_source(kv: torch.Tensor, fmt: KvFormat) -> None:
     import torch
 
-    fmt = _fp8_format(format)
     if not isinstance(kv, torch.Tensor):
         raise Fp8CacheError(f"kv: expected a torch.Tensor, got {type(kv).__name__}")
     if str(kv.dtype).removeprefix("torch.") not in SOURCE_DTYPES:
@@ -92,7 +96,73 @@ def quantize_fp8(kv: torch.Tensor, format: str = "fp8") -> torch.Tensor:
     if kv.dim() != 3 or kv.shape[2] != fmt.head_dim:
         raise Fp8CacheError(
             f"kv: expected shape [pages, page_size, {fmt.head_dim}] ({fmt.e4m3_dims} quantized "
-            f"+ {fmt.rope_dims} rope values for format={format!r}), got {tuple(kv.shape)}"
+            f"+ {fmt.rope_dims} rope values for format={fmt.name!r}), got {tuple(kv.shape)}"
+        )
+
+
+def tensor_scale(kv: torch.Tensor) -> torch.Tensor:
+    """The float32 scale quantize_fp8 picks for a "fp8_tensor" cache of kv when given none: a 0-d
+    tensor on kv's device, max(amax / 448, 2^-126) over kv's finite values (an all-zero or
+    all-non-finite kv gets 2^-126). Pass it on as the kernel's k_scale."""
+    import torch
+
+    _check_source(kv, FORMATS["fp8_tensor"])
+    values = kv.float()
+    amax = torch.where(torch.isfinite(values), values.abs(), 0.0).amax()
+    return _float32_scales(amax)
+
+
+def _given_scale(scale, device) -> torch.Tensor:
+    """A k_scale (a Python number or a one-element tensor) as a 0-d float32 tensor on `device`,
+    refused unless finite and > 0 once rounded to float32 (a NaN, Inf or 0 scale would turn every
+    value into NaN or Inf)."""
+    import torch
+
+    if isinstance(scale, torch.Tensor):
+        if scale.numel() != 1 or not scale.dtype.is_floating_point:
+            raise Fp8CacheError(
+                f"scale: expected one float value, got {scale.dtype} {tuple(scale.shape)}"
+            )
+        value = scale.detach().reshape(()).to(device=device, dtype=torch.float32)
+    elif isinstance(scale, (int, float)) and not isinstance(scale, bool):
+        value = torch.tensor(float(scale), dtype=torch.float32, device=device)
+    else:
+        raise Fp8CacheError(f"scale: expected a float or a tensor, got {type(scale).__name__}")
+    if not bool(torch.isfinite(value)) or not bool(value > 0):
+        raise Fp8CacheError(f"scale: must be finite and > 0 as a float32, got {value.item()}")
+    return value
+
+
+def _quantize_tensor(kv: torch.Tensor, fmt: KvFormat, scale) -> torch.Tensor:
+    import torch
+
+    scale = tensor_scale(kv) if scale is None else _given_scale(scale, kv.device)
+    values = kv.float()
+    finite = torch.isfinite(values)
+    scaled = torch.clamp(_divide(values, scale.expand_as(values)), -E4M3_MAX, E4M3_MAX)
+    scaled = torch.where(finite, scaled, float("nan"))
+    return scaled.to(torch.float8_e4m3fn).view(torch.uint8)
+
+
+def quantize_fp8(kv: torch.Tensor, format: str = "fp8", scale=None) -> torch.Tensor:
+    """An fp8 cache of `format` (kgen.mla.kv_format) from a bf16 / fp16 / fp32 cache
+    [pages, page_size, head_dim], on kv's device (CPU or CUDA): uint8 [pages, page_size,
+    token_bytes] ("fp8": 656, "v41_fp8": 528, "fp8_tensor": 576). For "v4_fp8" (584) it is a view
+    of [pages, page_bytes] (pages padded to a multiple of 576 bytes): its page stride is the
+    padded page, and each page holds its payload rows, then its scale rows (FlashMLA's MODEL1
+    layout). `scale` is "fp8_tensor"'s k_scale (None: tensor_scale(kv), which the caller then
+    passes to the kernel and to dequantize_fp8); the other formats keep their scales in the
+    cache and take none. See the module docstring for the scales."""
+    import torch
+
+    fmt = _fp8_format(format)
+    _check_source(kv, fmt)
+    if fmt.tensor_scale:
+        return _quantize_tensor(kv, fmt, scale)
+    if scale is not None:
+        raise Fp8CacheError(
+            f"scale: format={format!r} keeps its scales in the cache, picked from each group's "
+            "values; only a format with one scale for the tensor ('fp8_tensor') takes one"
         )
     pages, page_size, _ = kv.shape
     groups = fmt.scale_groups
@@ -142,9 +212,10 @@ def decode_ue8m0(raw: torch.Tensor) -> torch.Tensor:
     return torch.where(exponent == 255, float("nan"), value).to(torch.float32)
 
 
-def dequantize_fp8(cache: torch.Tensor, format: str | None = None) -> torch.Tensor:
+def dequantize_fp8(cache: torch.Tensor, format: str | None = None, scale=None) -> torch.Tensor:
     """float32 [pages, page_size, head_dim]: the values an fp8 cache holds (e4m3 x scale, rope).
-    `format` defaults to the fp8 format whose tokens are cache.shape[2] bytes wide."""
+    `format` defaults to the fp8 format whose tokens are cache.shape[2] bytes wide; `scale` is
+    the k_scale of a "fp8_tensor" cache (required there, refused elsewhere)."""
     import torch
 
     if not isinstance(cache, torch.Tensor):
@@ -163,7 +234,16 @@ def dequantize_fp8(cache: torch.Tensor, format: str | None = None) -> torch.Tens
             f"cache: format {fmt.name!r} has {fmt.token_bytes} bytes a token, got shape "
             f"{tuple(cache.shape)}"
         )
+    if fmt.tensor_scale != (scale is not None):
+        raise Fp8CacheError(
+            f"scale: format {fmt.name!r} "
+            + ("has one scale for the tensor, outside the cache: pass it as scale"
+               if fmt.tensor_scale else "keeps its scales in the cache and takes no scale")
+        )  # fmt: skip
     pages, page_size, _ = cache.shape
+    if fmt.tensor_scale:
+        values = cache.contiguous().view(torch.float8_e4m3fn).float()
+        return values * _given_scale(scale, cache.device)
     if fmt.scales_at == "token":
         rows = cache.contiguous()
         scale_bytes = rows[..., fmt.scales_offset : fmt.rope_offset]

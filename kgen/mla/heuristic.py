@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from kgen.arch import ARCHS, Arch
 from kgen.mla.layout import ConfigError, layout_for
 from kgen.mla.mma_layout import THREE_ROW_WARPS, three_row_config
+from kgen.mla.rules import allows
 from kgen.mla.spec import Config, Spec, block_groups_of
 from kgen.mla.tiled_layout import tiled_config, tiled_heads
 
@@ -147,8 +148,11 @@ def _three_row(facts: Facts):
     """One 12-warp block of three 16-row groups on one KV pipeline: decode of 48 heads where 48
     divide H; verification of 48 / q_len heads, the last group ragged by at most
     THREE_ROW_MAX_IDLE of its rows. On the KV tile ring where the arch has the PDL merge (beside
-    the fused merge's code the ring spills), decode then four stages deep."""
-    spec, slack = facts.spec, int(facts.arch.has_pdl)
+    the fused merge's code the ring spills) and the rules let the spec's cache take it (an fp8
+    cache's one 16-bit tile does not), decode then four stages deep."""
+    spec = facts.spec
+    ringed = three_row_config(1, smem_stages=4, softmax="split", ring_slack=1)
+    slack = int(facts.arch.has_pdl and allows(spec, ringed))
     if spec.q_len == 1:
         if spec.masks_nothing and spec.heads % THREE_ROWS == 0:
             yield three_row_config(
@@ -266,6 +270,22 @@ def _first(facts: Facts, rules: Iterable[Rule], accept: Accept):
     return None
 
 
+def _why(facts: Facts) -> str:
+    """Where the rules refuse every candidate (a spec no block serves, such as a cache format no
+    path reads), the reason the first candidate was refused; else nothing."""
+    first = None
+    for rule in RULES:
+        if rule.compute in PATHS[facts.spec.dtype] and rule.when(facts):
+            for config in rule.configs(facts):
+                try:
+                    layout_for(facts.spec, config, facts.arch)
+                except ConfigError as err:
+                    first = first or str(err)
+                else:
+                    return ""
+    return f": every candidate is refused, the first by {first}" if first else ""
+
+
 def _fitting(facts: Facts, config: Config, blocks: range, last_resort: bool = False):
     """The layout of `config` on the arch if it has `blocks` per SM by shared memory and, unless
     a last resort, a register estimate within its path's limit; else None."""
@@ -352,7 +372,7 @@ def default_config(
     facts = Facts(spec, arch, batch, sm_count)
     found = _first(facts, RULES, accept)
     if found is None:
-        raise ConfigError(f"no default config fits {spec.short_name()} on {arch.name}")
+        raise ConfigError(f"no default config fits {spec.short_name()} on {arch.name}{_why(facts)}")
     splits, fill = _one_wave(*found, facts, max_seq_len)
     for rival in RIVALS:
         other = rival.find(facts, found[0], accept) if rival.when(facts, found[0]) else None

@@ -1,9 +1,11 @@
 """What a dense MLA call takes and writes, as Operands (kgen.mla.operands: the one checker and
 the runner read them), the tree mask's own checks and packing, and the checks that read device
-memory (validate=True: seq_lens, page ids).
+memory (validate=True: seq_lens, page ids, k_scale).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -20,10 +22,18 @@ from kgen.mla.spec import Spec
 
 
 def operands(spec: Spec, vec_width: int = 1) -> tuple[tuple[Operand, ...], tuple[Operand, ...]]:
-    """(inputs, outputs) of a call of `spec`: q, kv_cache, block_table, seq_lens; out, lse. Rows
-    of q, the cache and out are read vec_width elements at a time."""
+    """(inputs, outputs) of a call of `spec`: q, kv_cache, block_table, seq_lens (and k_scale for
+    an "fp8_tensor" cache); out, lse. Rows of q, a 16-bit cache and out are read vec_width
+    elements at a time; an fp8 cache is uint8 [num_pages, page_size, token_bytes] (its format's
+    row, kgen.mla.kv_format)."""
     t, h, d, ps = spec.q_len, spec.heads, spec.head_dim, spec.page_size
     row = vec_width * spec.elem_bytes
+    fmt = spec.format
+    if fmt is None:
+        cache_dtype, width, why_cache = spec.dtype, d, ""
+    else:  # strides of a uint8 cache: elements are bytes
+        cache_dtype, width = "uint8", fmt.token_bytes
+        why_cache = f"an fp8 cache for kv_format={fmt.name!r} (kgen.mla.quantize_fp8)"
     inputs = (
         Operand(
             "q",
@@ -36,10 +46,11 @@ def operands(spec: Spec, vec_width: int = 1) -> tuple[tuple[Operand, ...], tuple
         ),
         Operand(
             "kv_cache",
-            spec.dtype,
-            ("num_pages", ps, d),
-            "num_pages, page_size, latent+rope",
-            align=row,
+            cache_dtype,
+            ("num_pages", ps, width),
+            "num_pages, page_size, latent+rope" if fmt is None else "num_pages, page_size, token",
+            align=row if fmt is None else FP8_ROW_ALIGN,
+            why_dtype=why_cache,
             limits=(
                 Limit("pages", lambda kv: kv.shape[0], INT32_MAX),
                 # offsets inside a page are 32-bit
@@ -70,9 +81,28 @@ def operands(spec: Spec, vec_width: int = 1) -> tuple[tuple[Operand, ...], tuple
             strides=("bt_sb",),
         ),
         Operand("seq_lens", "int32", ("B",), "B", access="last", field="seq_lens"),
+        *scale_operands(spec),
     )
     outputs = attention_outputs(spec, "B, q_len, heads, latent", align=row)
     return inputs, outputs
+
+
+FP8_ROW_ALIGN = 16  # an fp8 cache's rows are copied 16 bytes at a time (cp.async)
+
+
+def scale_operands(spec: Spec) -> tuple[Operand, ...]:
+    """k_scale, float32 [1] on the device (a 0-d scale, as engines keep it: .reshape(1)): the
+    one scale of an "fp8_tensor" cache, serving K and V, read by the kernel at each launch (so a
+    captured graph follows a new value). Every other cache takes none: described as absent, so
+    passing one is refused by name. It follows seq_lens in a call's inputs."""
+    fmt = spec.format
+    if fmt is not None and fmt.tensor_scale:
+        return (Operand("k_scale", "float32", (1,), "1", access="whole", field="k_scale"),)
+    why = (
+        f"a kv_format={spec.kv_format!r} cache carries no tensor scale: only "
+        "kv_format='fp8_tensor' takes one"
+    )
+    return (Operand("k_scale", "float32", (1,), "-", absent=why),)
 
 
 def check_inputs(
@@ -85,12 +115,13 @@ def check_inputs(
     mask,
     device=None,
     planned: tuple[int, int] | None = None,
+    k_scale=None,
 ) -> None:
     """Every cheap check of a call's inputs (all on `device`, else on q's CUDA device, and of
     the `planned` (batch, max_pages) where given); InputError naming the first bad tensor."""
     inputs, _ = operands(spec, vec)
     fixed = {} if planned is None else {"B": planned[0], "max_pages": planned[1]}
-    tensors = (q, kv_cache, block_table, seq_lens)
+    tensors = (q, kv_cache, block_table, seq_lens, k_scale)
     sizes = check_operands(inputs, tensors, device, fixed)
     check_mask(spec, mask, sizes["B"], q.device)
 
@@ -139,8 +170,16 @@ def pack_tree_mask(mask: torch.Tensor) -> torch.Tensor:
     return (mask.to(torch.int64) * weights).sum(-1)
 
 
-def validate_on_device(spec: Spec, kv_cache, block_table, seq_lens) -> None:
-    """The checks that read device memory (they synchronise): lengths and page ids."""
+def validate_on_device(spec: Spec, kv_cache, block_table, seq_lens, k_scale=None) -> None:
+    """The checks that read device memory (they synchronise): lengths, page ids and an
+    "fp8_tensor" cache's k_scale, which must be finite and > 0 (as kgen.mla.quantize_fp8 makes
+    it). Unchecked, the kernel multiplies every score and output of the call by it: a NaN or
+    Inf k_scale makes that call's out and lse non-finite, a 0 one its out 0; nothing outside
+    them is written."""
+    if k_scale is not None:
+        value = float(k_scale.detach().reshape(-1)[0].cpu())
+        if not math.isfinite(value) or value <= 0:
+            raise InputError(f"k_scale[0]={value}: must be finite and > 0 (the cache's scale)")
     lens = seq_lens.cpu()
     table = block_table.cpu()
     capacity = table.shape[1] * spec.page_size

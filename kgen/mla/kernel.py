@@ -25,12 +25,14 @@ class MLAKernel(CompiledKernel):
         out=None,
         lse=None,
         validate: bool = False,
+        k_scale=None,
     ):
         """out [B, T, H, latent_dim] (q's dtype) and lse [B, T, H] (float32, natural log).
 
         mask: None (spec mask 'none' or 'causal'), or for 'tree' a bool [B, T, T] / [T, T] mask or
         its bit-packed int64 rows [B, T] / [T]. scale defaults to 1/sqrt(latent + rope).
         validate=True also checks seq_lens and page ids (this reads them back: a device sync).
+        k_scale: the float32 [1] scale of a kv_format="fp8_tensor" cache (refused elsewhere).
         A plan for this call's shape is made on first use and kept (see kgen.mla.plan).
         """
         running = _running()
@@ -40,23 +42,24 @@ class MLAKernel(CompiledKernel):
         except (AttributeError, IndexError, TypeError):
             index = -1
         if index < 0 or validate:
-            self.check_inputs(q, kv_cache, block_table, seq_lens, mask)
+            self.check_inputs(q, kv_cache, block_table, seq_lens, mask, k_scale)
             if validate:
                 from kgen.mla.inputs import validate_on_device
 
-                validate_on_device(self.spec, kv_cache, block_table, seq_lens)
+                validate_on_device(self.spec, kv_cache, block_table, seq_lens, k_scale)
         stream = running.current_stream(index)
         key = (self, *facts, scale, stream)
         runner = running.runners.get(key, stream)
         if runner is None:
             runner = running.runners.add(key, self.runner(*facts, scale), stream)
-        return runner.run_on(stream, q, kv_cache, block_table, seq_lens, mask, out, lse)
+        return runner.run_on(stream, q, kv_cache, block_table, seq_lens, mask, out, lse, k_scale)
 
-    def check_inputs(self, q, kv_cache, block_table, seq_lens, mask=None) -> None:
+    def check_inputs(self, q, kv_cache, block_table, seq_lens, mask=None, k_scale=None) -> None:
         """The cheap checks of a call's tensors (InputError naming the first bad one)."""
         from kgen.mla.inputs import check_inputs
 
-        check_inputs(self.spec, self.config.vec_width, q, kv_cache, block_table, seq_lens, mask)
+        vec = self.config.vec_width
+        check_inputs(self.spec, vec, q, kv_cache, block_table, seq_lens, mask, k_scale=k_scale)
 
     def runner(self, batch: int, max_pages: int, device: int, scale: float | None = None):
         """A Runner of this kernel for `batch` sequences and a block table `max_pages` wide on

@@ -12,7 +12,10 @@ float32 (`scale="float32"`, the value itself) or a UE8M0 byte (`scale="ue8m0"`, 
   - "token": inline, right after the token's e4m3 values (the rope part, if any, follows them);
   - "page": after the page's payload: a page of P tokens holds P payload rows (e4m3 values then
     rope), then P scale rows of `scale_row_bytes` (the scales, then padding), and the page is
-    padded to a multiple of `page_align` bytes.
+    padded to a multiple of `page_align` bytes;
+  - "tensor": outside the cache: one float32 for the whole tensor (`group=0`), passed beside it
+    (`k_scale`, as vLLM and SGLang keep it; the same scale serves K and V), so a token's row is
+    its e4m3 values alone.
 
 A 16-bit format (`e4m3_dims=0`) is the unquantized cache: `head_dim` values a token in q's
 dtype, no scales.
@@ -27,6 +30,8 @@ The rows (bytes a token; token_bytes):
   v4_bf16  the V4 op's 16-bit cache, 512 values
   v41_fp8  DeepSeek-V4.1 (FlashInfer's "ue8m0_g32"; FlashMLA's V41), 528: 512 e4m3 (rope
            included) | 16 UE8M0 scales (32 values each)
+  fp8_tensor  vLLM's and SGLang's kv_cache_dtype="fp8" for MLA, 576: 576 e4m3 (rope included),
+           one float32 scale for the tensor
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from dataclasses import dataclass
 OUT_DIM = 512  # V: the first 512 values of a cached token, in every format
 E4M3_MAX = 448.0
 SCALE_KINDS = ("float32", "ue8m0", "none")
-SCALES_AT = ("token", "page", "none")
+SCALES_AT = ("token", "page", "tensor", "none")
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,7 @@ class KvFormat:
     name: str
     head_dim: int  # values a token: q's width, K's
     e4m3_dims: int  # the leading values stored as e4m3 (0: a 16-bit cache)
-    group: int = 0  # e4m3 values per scale
+    group: int = 0  # e4m3 values per scale (0: one scale for the tensor)
     scale: str = "none"  # SCALE_KINDS
     scales_at: str = "none"  # SCALES_AT
     scale_row_bytes: int = 0  # "page": bytes of one token's scale row (scales, then padding)
@@ -61,8 +66,14 @@ class KvFormat:
         return self.head_dim - self.e4m3_dims if self.quantized else 0
 
     @property
+    def tensor_scale(self) -> bool:
+        """One float32 scale for the whole cache, passed beside it (`k_scale`), none in it."""
+        return self.scales_at == "tensor"
+
+    @property
     def scale_groups(self) -> int:
-        return self.e4m3_dims // self.group if self.quantized else 0
+        """Scales a token has in the cache (a "tensor" scale is not in it)."""
+        return self.e4m3_dims // self.group if self.quantized and self.group else 0
 
     @property
     def scale_bytes(self) -> int:
@@ -123,6 +134,10 @@ FORMATS = {
             "v41_fp8", 512, 512, 32, "ue8m0", "token",
             what="DeepSeek-V4.1: 512 e4m3, 16 UE8M0 scales (528 bytes)",
         ),
+        KvFormat(
+            "fp8_tensor", 576, 576, 0, "float32", "tensor",
+            what="vLLM/SGLang kv_cache_dtype='fp8': 576 e4m3, one float32 k_scale (576 bytes)",
+        ),
     )
 }  # fmt: skip
 KV_FORMATS = tuple(FORMATS)
@@ -153,8 +168,11 @@ def _check_table() -> None:
     for f in FORMATS.values():
         assert f.scale in SCALE_KINDS and f.scales_at in SCALES_AT, f.name
         assert f.head_dim >= OUT_DIM, f.name
+        assert (f.group == 0) == (f.tensor_scale or not f.quantized), f.name
+        if f.tensor_scale:
+            assert f.scale == "float32", f.name
         if f.quantized:
-            assert f.e4m3_dims % f.group == 0 and f.e4m3_dims % 16 == 0, f.name
+            assert f.e4m3_dims % (f.group or f.e4m3_dims) == 0 and f.e4m3_dims % 16 == 0, f.name
             assert f.rope_dims % 16 == 0 and f.row_bytes % 16 == 0, f.name
         if f.scales_at == "page":
             assert f.scale_row_bytes >= f.scale_groups * f.scale_bytes, f.name

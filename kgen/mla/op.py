@@ -25,12 +25,14 @@ def mla_attention(
     mask: torch.Tensor | None = None,
     causal: bool = False,
     scale: float | None = None,
+    k_scale: torch.Tensor | None = None,
 ) -> None:
     """MLA attention into out [B, T, H, latent_dim] (q's dtype) and lse [B, T, H] (float32).
 
     mask: a tree mask (bool [B, T, T] / [T, T] or packed int64 [B, T] / [T]), else None with
     causal=True for a causal chain or causal=False for plain decode (T = 1); the config is
-    'auto'. See kgen.mla.attention.
+    'auto'. k_scale: the float32 [1] scale of an fp8 cache of 576-byte tokens (uint8, kv_format
+    'fp8_tensor'). See kgen.mla.attention.
     """
     attention(
         q,
@@ -42,11 +44,14 @@ def mla_attention(
         latent_dim=out.shape[-1],
         out=out,
         lse=lse,
+        k_scale=k_scale,
     )
 
 
 @mla_attention.register_fake
-def _(q, kv_cache, block_table, seq_lens, out, lse, mask=None, causal=False, scale=None) -> None:
+def _(
+    q, kv_cache, block_table, seq_lens, out, lse, mask=None, causal=False, scale=None, k_scale=None
+) -> None:
     _mask(mask, causal)
     if q.dim() != 4 or kv_cache.dim() != 3:
         raise InputError(

@@ -55,22 +55,38 @@ class KernelParams(ctypes.Structure):
     ]
 
 
-PARAMS = CStruct(
-    "Params",
-    KernelParams,
-    (
-        ("q", "const T"),
-        ("kv", "const T"),
-        ("block_table", "const int"),
-        ("seq_lens", "const int"),
-        ("mask", "const unsigned long long"),
-        ("out", "T"),
-        ("lse", "float"),
-        ("ws_o", "float"),
-        ("ws_lse", "float"),
-        ("counters", "int"),
-    ),
+class FP8KernelParams(ctypes.Structure):
+    """mla::Params of a spec with an fp8 cache: KernelParams' fields (kv then points at the
+    cache's bytes, strides in bytes), then the tensor scale (a spec whose rows carry their own
+    scales leaves it null). Every other spec keeps KernelParams, so its code is unchanged."""
+
+    _fields_ = KernelParams._fields_ + [
+        ("k_scale", ctypes.c_void_p),  # float32 [1]: the "fp8_tensor" cache's scale
+    ]
+
+
+_POINTEES = (
+    ("q", "const T"),
+    ("block_table", "const int"),
+    ("seq_lens", "const int"),
+    ("mask", "const unsigned long long"),
+    ("out", "T"),
+    ("lse", "float"),
+    ("ws_o", "float"),
+    ("ws_lse", "float"),
+    ("counters", "int"),
 )
+PARAMS = CStruct("Params", KernelParams, (*_POINTEES[:1], ("kv", "const T"), *_POINTEES[1:]))
+FP8_PARAMS = CStruct(
+    "Params",
+    FP8KernelParams,
+    (*_POINTEES, ("kv", "const unsigned char"), ("k_scale", "float")),
+)
+
+
+def params_type(spec: Spec) -> type[ctypes.Structure]:
+    """The parameter struct of a kernel of `spec`."""
+    return KernelParams if spec.format is None else FP8KernelParams
 
 
 def shape_values(spec, config, rows: int, params: CStruct) -> dict:
@@ -96,9 +112,27 @@ def _op_values(spec: Spec, config: Config, rows: int) -> dict:
     # without the draft tiles' loop, whose other tile order would round the result differently.
     mask = "none" if spec.masks_nothing else spec.mask
     return {
-        **shape_values(spec, config, rows, PARAMS),
+        **shape_values(spec, config, rows, PARAMS if spec.format is None else FP8_PARAMS),
         "mask_kind": MASK_KINDS[mask],
         "token_groups": config.token_groups,
+        "kv_fp8": spec.format is not None,
+        **format_values(spec),
+    }
+
+
+def format_values(spec: Spec) -> dict:
+    """An fp8 cache's row of kgen.mla.kv_format as the mma template's constants (templates/mla/
+    mma/fp8_tiles.cuh); none for a cache in q's dtype."""
+    fmt = spec.format
+    if fmt is None:
+        return {}
+    return {
+        "kv_row_bytes": fmt.row_bytes,
+        "e4m3_dims": fmt.e4m3_dims,
+        "bf16_dims": fmt.rope_dims,
+        "rope_offset": fmt.rope_offset,
+        "scale_group": 0 if fmt.tensor_scale else fmt.group,
+        "scales_offset": fmt.scales_offset,
     }
 
 

@@ -130,8 +130,52 @@ def _token_grouped(spec, config) -> bool:
     return config.token_groups > 1
 
 
+def _fp8(spec, config) -> bool:
+    return spec.format is not None
+
+
 # The dense family's Config, on its three compute paths
 DENSE = (
+    # An fp8 cache (docs/design-space.md, "fp8 caches"): the mma path's raw stages widen into one
+    # 16-bit tile (templates/mla/mma/fp8_tiles.cuh); what no kernel reads is refused rather than
+    # read as 16-bit values
+    Rule(
+        "compute",
+        lambda s, c: c.compute == "mma",
+        "only 'mma' reads an fp8 cache (Spec.kv_format={spec.kv_format!r}): the fma and tiled "
+        "paths' tiles hold q's dtype",
+        _fp8,
+    ),
+    Rule(
+        "compute",
+        lambda s, c: (
+            s.format.tensor_scale or (s.format.scales_at == "token" and s.format.scale == "float32")
+        ),
+        "the mma path reads one scale for the tensor or float32 scales in each row, not "
+        "kv_format={spec.kv_format!r}'s: take kv_format='dtype' with kgen.mla.dequantize_fp8's "
+        "values",
+        _fp8,
+    ),
+    Rule(
+        "qk_ahead",
+        lambda s, c: c.qk_ahead == 0,
+        "an fp8 cache widens into one 16-bit tile, and q.K ahead keeps two resident: take 0",
+        _fp8,
+    ),
+    Rule(
+        "body",
+        lambda s, c: c.body == "rows",
+        "an fp8 cache widens into one 16-bit tile, which the specialized roles (a tile apart) "
+        "would both read: take 'rows'",
+        _fp8,
+    ),
+    Rule(
+        "ring_slack",
+        lambda s, c: c.ring_slack == 0,
+        "an fp8 cache widens into one 16-bit tile between block barriers, which the ring's row "
+        "groups (tiles apart) would share: take 0",
+        _fp8,
+    ),
     *(_path_rule(field, paths) for field, paths in PATH_AXES.items()),
     Rule(
         "heads_per_block",

@@ -14,13 +14,14 @@ import torch
 
 from kgen.mla.inputs import check_mask, operands
 from kgen.mla.operands import extent
-from kgen.mla.program import KernelParams
+from kgen.mla.program import params_type
 from kgen.mla.running import PlannedRunner, current_stream
 from kgen.mla.spec import block_groups_of
 
 
 class Runner(PlannedRunner):
-    """A planned call: `run(q, kv_cache, block_table, seq_lens, mask, out, lse)` per layer.
+    """A planned call: `run(q, kv_cache, block_table, seq_lens, mask, out, lse, k_scale=)` per
+    layer.
 
     The plan fixes the spec (heads, q_len, dims, dtype, page size, mask kind), the config, the
     batch, block_table's width (max_pages), the device and the softmax scale; the pages of the
@@ -42,7 +43,7 @@ class Runner(PlannedRunner):
             inputs=inputs,
             outputs=outputs,
             planned={"B": batch, "max_pages": max_pages},
-            params=KernelParams(max_pages=max_pages),
+            params=params_type(spec)(max_pages=max_pages),
             groups=batch,
             block_groups=block_groups_of(spec, kernel.config),
         )
@@ -74,23 +75,34 @@ class Runner(PlannedRunner):
             f"{self.device})"
         )
 
-    def run(self, q, kv_cache, block_table, seq_lens, mask=None, out=None, lse=None):
+    def run(
+        self, q, kv_cache, block_table, seq_lens, mask=None, out=None, lse=None, *, k_scale=None
+    ):
         """out [B, T, H, latent_dim] and lse [B, T, H] on torch's current stream.
 
         mask: None (or the spec's mask by name) unless the spec's mask is 'tree'; then a bool
         [B, T, T] / [T, T] mask (packed here into the plan's buffer: two small torch ops) or its
         bit rows, int64 [B, T] / [T] (pack once per step with kgen.mla.pack_tree_mask: nothing
-        then runs besides the kernel). out= and lse= must not overlap any input.
+        then runs besides the kernel). out= and lse= must not overlap any input. k_scale: the
+        float32 [1] scale of a kv_format="fp8_tensor" cache (required there, refused elsewhere).
         """
-        return self._run(
-            current_stream(self._index), (q, kv_cache, block_table, seq_lens), out, lse, mask
-        )
+        inputs = (q, kv_cache, block_table, seq_lens, k_scale)
+        return self._run(current_stream(self._index), inputs, out, lse, mask)
 
     def run_on(
-        self, stream: int, q, kv_cache, block_table, seq_lens, mask=None, out=None, lse=None
+        self,
+        stream: int,
+        q,
+        kv_cache,
+        block_table,
+        seq_lens,
+        mask=None,
+        out=None,
+        lse=None,
+        k_scale=None,
     ):
         """run on the CUDA stream of raw handle `stream` (the one-call forms, which know it)."""
-        return self._run(stream, (q, kv_cache, block_table, seq_lens), out, lse, mask)
+        return self._run(stream, (q, kv_cache, block_table, seq_lens, k_scale), out, lse, mask)
 
     def _bind_extra(self, mask) -> tuple[int, int]:
         """A mask of a spec whose mask is not 'tree' (or of a plan without rows): checked."""

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from kgen.dtypes import DTYPES
+from kgen.mla.kv_format import FORMATS, OUT_DIM
 from kgen.params import ConfigError, Params, Removed, Renamed, accepts_former_names
 
 MAX_SPLITS = 1024  # the fused combine keeps a row's split weights in shared memory
@@ -17,6 +18,9 @@ COMPUTES = ("fma", "mma", "tiled")
 SOFTMAXES = ("warp", "split")  # who computes a tile's softmax
 MERGES = ("fused", "pdl")  # where the splits' partials merge
 BODIES = ("rows", "specialized")  # the tensor-core path's kernel body
+# The dense family's caches: "dtype" (values in the spec's dtype, like q: any latent/rope split),
+# then the fp8 rows of kgen.mla.kv_format it takes (576 values a token: latent 512, rope 64)
+DENSE_KV_FORMATS = ("dtype", "fp8_tensor", "fp8")
 
 
 class AttentionShape:
@@ -46,7 +50,12 @@ class AttentionShape:
 @dataclass(frozen=True)
 class Spec(AttentionShape, Params):
     """The op: H heads, T query tokens per sequence, the latent/rope split of the cached vector,
-    the element type of q and the cache, the cache's page size and the mask over draft tokens."""
+    the element type of q and the cache, the cache's page size and the mask over draft tokens.
+
+    kv_format: "dtype" (the cache in `dtype`), or an fp8 row of kgen.mla.kv_format read into
+    bfloat16/float16 arithmetic: "fp8_tensor" (576 e4m3 a token and one float32 k_scale for the
+    tensor, vLLM's and SGLang's kv_cache_dtype="fp8") or "fp8" (DeepSeek-V3.2's 656-byte rows).
+    The default is left out of to_dict, so a spec without an fp8 cache keeps its key."""
 
     heads: int
     q_len: int = 1
@@ -55,6 +64,7 @@ class Spec(AttentionShape, Params):
     dtype: str = "bfloat16"
     page_size: int = 64
     mask: str = "none"
+    kv_format: str = "dtype"
 
     def __post_init__(self):
         self._require_int("heads", 1, 1024)
@@ -69,6 +79,32 @@ class Spec(AttentionShape, Params):
             "mask",
             f"'none' means plain decode (q_len 1); q_len={self.q_len} needs 'causal' or 'tree'",
         )
+        self._require_choice("kv_format", DENSE_KV_FORMATS)
+        if self.kv_format != "dtype":
+            dims = FORMATS[self.kv_format].head_dim - OUT_DIM
+            self._require(
+                (self.latent_dim, self.rope_dim) == (OUT_DIM, dims),
+                "kv_format",
+                f"its tokens are {OUT_DIM} latent + {dims} rope values: take latent_dim="
+                f"{OUT_DIM}, rope_dim={dims} (got {self.latent_dim}, {self.rope_dim})",
+            )
+            self._require(
+                self.dtype in ("bfloat16", "float16"),
+                "kv_format",
+                f"an fp8 cache is read into 16-bit tensor-core arithmetic: q's dtype bfloat16 "
+                f"or float16, not {self.dtype}",
+            )
+
+    @property
+    def format(self):
+        """The cache's row of kgen.mla.kv_format (None: the cache in `dtype`)."""
+        return None if self.kv_format == "dtype" else FORMATS[self.kv_format]
+
+    def to_dict(self) -> dict:
+        data = super().to_dict()
+        if data["kv_format"] == "dtype":  # the keys of every spec before fp8 caches
+            del data["kv_format"]
+        return data
 
     @property
     def masks_nothing(self) -> bool:
@@ -82,7 +118,8 @@ class Spec(AttentionShape, Params):
             if (self.latent_dim, self.rope_dim) == (512, 64)
             else f"_d{self.latent_dim}r{self.rope_dim}"
         )
-        return f"{dt}_h{self.heads}_t{self.q_len}_p{self.page_size}_{self.mask}{dims}"
+        cache = "" if self.kv_format == "dtype" else f"_{self.kv_format}"
+        return f"{dt}_h{self.heads}_t{self.q_len}_p{self.page_size}_{self.mask}{dims}{cache}"
 
 
 def head_groups_of(spec, config) -> int:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from kgen.mla.fp8 import dequantize_fp8, quantize_fp8, tensor_scale
 from kgen.mla.inputs import pack_tree_mask
 from kgen.mla.spec import Spec
 
@@ -14,11 +15,12 @@ from kgen.mla.spec import Spec
 class Workload:
     spec: Spec
     q: torch.Tensor  # [B, T, H, D]
-    kv_cache: torch.Tensor  # [num_pages, page_size, D]
+    kv_cache: torch.Tensor  # [num_pages, page_size, D]; an fp8 cache: uint8 [.., token bytes]
     block_table: torch.Tensor  # int32 [B, max_pages]
     seq_lens: torch.Tensor  # int32 [B]
     mask: torch.Tensor | None  # bool [B, T, T] for tree specs, else None
     scale: float
+    k_scale: torch.Tensor | None = None  # an "fp8_tensor" cache's float32 [1] scale
 
     @property
     def batch(self) -> int:
@@ -36,6 +38,17 @@ class Workload:
         bits = pack_tree_mask(self.mask)
         return (self.q, self.kv_cache, self.block_table, self.seq_lens, bits, self.scale)
 
+    def keywords(self) -> dict:
+        """The call's inputs beyond args(): an "fp8_tensor" cache's k_scale."""
+        return {} if self.k_scale is None else {"k_scale": self.k_scale}
+
+    def cache_values(self) -> torch.Tensor:
+        """The values the cache holds: the cache itself, or an fp8 cache dequantized (float32),
+        what the float64 reference reads."""
+        if self.spec.kv_format == "dtype":
+            return self.kv_cache
+        return dequantize_fp8(self.kv_cache, self.spec.kv_format, scale=self.k_scale)
+
     def poisoned_outputs(self) -> tuple[torch.Tensor, torch.Tensor]:
         """out and lse filled with NaN: after a call, any unwritten element shows."""
         spec, nan = self.spec, float("nan")
@@ -45,7 +58,8 @@ class Workload:
 
     def kv_bytes(self) -> int:
         """Unique KV bytes one call must read: every sequence's positions once."""
-        return int(self.seq_lens.sum()) * self.spec.head_dim * self.kv_cache.element_size()
+        token_bytes = self.kv_cache.shape[-1] * self.kv_cache.element_size()
+        return int(self.seq_lens.sum()) * token_bytes
 
     def flops(self) -> int:
         """2 * (D + Dl) * H * (visible positions summed over query rows)."""
@@ -88,7 +102,10 @@ def make_workload(
     """Random q and cache in spec.dtype, pages of each sequence scattered over a shuffled pool.
 
     Unused cache rows (past a sequence's length, spare pages) hold large values, so reading
-    them by mistake shows up; q and KV are N(0, 1).
+    them by mistake shows up; q and KV are N(0, 1). An fp8 spec's cache is those values
+    quantized (kgen.mla.quantize_fp8; "fp8_tensor": k_scale from the used rows, so an unused
+    one saturates to 448 x k_scale, the largest used magnitude, in every value: weaker than
+    1e4, but a row read by mistake still scores far from the others).
     """
     gen = torch.Generator().manual_seed(seed)  # small, structural draws (pages, trees)
     device = torch.device(device)
@@ -126,10 +143,18 @@ def make_workload(
             mask = torch.stack([random_tree(spec.q_len, gen) for _ in range(batch)])
         else:
             mask = torch.rand(batch, spec.q_len, spec.q_len, generator=gen) < 0.5
+    k_scale = None
+    if spec.kv_format == "dtype":
+        cache = kv.to(dtype)
+    else:
+        if spec.kv_format == "fp8_tensor":
+            k_scale = tensor_scale(kv[used.to(device)][None]).reshape(1)
+        cache = quantize_fp8(kv, spec.kv_format, scale=k_scale)
     return Workload(
         spec=spec,
         q=q.to(dtype),
-        kv_cache=kv.to(dtype),
+        kv_cache=cache,
+        k_scale=k_scale,
         block_table=table.to(device),
         seq_lens=torch.tensor(seq_lens, dtype=torch.int32).to(device),
         mask=None if mask is None else mask.to(device),

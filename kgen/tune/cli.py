@@ -16,6 +16,7 @@ import signal
 import sys
 from pathlib import Path
 
+from kgen.mla.kv_format import FORMATS
 from kgen.mla.sparse.spec import GATHER_BYTES, MAX_TOPK
 from kgen.mla.spec import BODIES, MAX_Q_LEN, MERGES, SOFTMAXES
 from kgen.params import ParamError
@@ -80,7 +81,7 @@ SHAPE_DEFAULTS = {
     "dtype": "bfloat16",
     "page_size": 64,
     "topk": None,
-    "kv_format": "fp8",
+    "kv_format": None,  # the family's: a dense cache in its dtype, a sparse one "fp8"
 }
 
 
@@ -202,7 +203,12 @@ def add_sweep_parser(commands) -> None:
         type=_int(1, MAX_TOPK),
         help="a sparse shape: cache entries listed per query token",
     )
-    p.add_argument("--kv-format", choices=["fp8", "bf16"], help="sparse cache (default fp8)")
+    p.add_argument(
+        "--kv-format",
+        choices=["dtype", *FORMATS],
+        help="the cache's format (kgen.mla.kv_format): dense 'dtype' (default: q's dtype) or "
+        "'fp8_tensor' (e4m3, one k_scale); sparse 'fp8' (default), 'bf16', 'v4_fp8', ...",
+    )
     p.add_argument(
         "--space",
         choices=SPACES,
@@ -359,9 +365,8 @@ def _cases(args, error) -> list:
     shape.update({name: getattr(args, name) for name in given})
     sparse = shape["topk"] is not None
     for name in given:
-        if name == "mask" and sparse or name == "kv_format" and not sparse:
-            which = "sparse (--topk)" if name == "kv_format" else "dense"
-            error(f"--{name.replace('_', '-')} applies to {which} shapes only")
+        if name == "mask" and sparse:
+            error("--mask applies to dense shapes only")
     entry = {
         "H": args.heads,
         "T": shape["q_len"],
@@ -371,9 +376,11 @@ def _cases(args, error) -> list:
         "page_size": shape["page_size"],
     }
     if sparse:
-        entry.update(topk=shape["topk"], kv_format=shape["kv_format"])
+        entry.update(topk=shape["topk"])
     else:
         entry.update(mask=shape["mask"])
+    if shape["kv_format"] is not None:
+        entry.update(kv_format=shape["kv_format"])
     try:
         return [case_from_dict(entry)]
     except ParamError as err:

@@ -30,7 +30,7 @@ def visible(w: Workload, b: int, length: int) -> torch.Tensor:
 def torch_reference(w: Workload) -> tuple[torch.Tensor, torch.Tensor]:
     """out [B, T, H, latent] and lse [B, T, H], float64, on w's device."""
     spec = w.spec
-    q, kv = w.q.double(), w.kv_cache.double()
+    q, kv = w.q.double(), w.cache_values().double()
     out = torch.zeros(
         w.batch, spec.q_len, spec.heads, spec.latent_dim, dtype=torch.float64, device=q.device
     )

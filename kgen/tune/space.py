@@ -102,7 +102,7 @@ class GridError(ValueError):
 
 # A grid case's keys and their types: B sequences of T query tokens, H heads, S positions each
 DENSE_KEYS = {"latent_dim": int, "rope_dim": int, "mask": str}
-SPARSE_KEYS = {"topk": int, "kv_format": str, "extra_topk": int, "extra_page_size": int}
+SPARSE_KEYS = {"topk": int, "extra_topk": int, "extra_page_size": int}
 CASE_KEYS = {
     "name": str,
     "B": int,
@@ -111,6 +111,7 @@ CASE_KEYS = {
     "S": int,
     "dtype": str,
     "page_size": int,
+    "kv_format": str,  # default: a dense case's cache in its dtype, a sparse case's "fp8"
     **DENSE_KEYS,
     **SPARSE_KEYS,
 }
@@ -179,7 +180,8 @@ def _check_case(c) -> None:
 
 
 def case_from_dict(c: dict) -> Case:
-    """A grid entry: B, T, H, S (positions per sequence), and optionally dtype, page_size, mask;
+    """A grid entry: B, T, H, S (positions per sequence), and optionally dtype, page_size, mask,
+    kv_format (a dense cache: "dtype", the default, or an fp8 row of kgen.mla.kv_format);
     an entry with `topk` (and `kv_format`, default fp8) is a sparse case, one with `extra_topk`
     and `extra_page_size` too the V4 op's with a second cache (a window of recent tokens).
     ValueError (a ParamError from the Spec) names a key that is missing, unknown or wrong."""
@@ -206,6 +208,7 @@ def case_from_dict(c: dict) -> Case:
         mask=mask,
         latent_dim=c.get("latent_dim", 512),
         rope_dim=c.get("rope_dim", 64),
+        kv_format=c.get("kv_format", "dtype"),
     )
     return Case(name=c.get("name", spec.short_name()), spec=spec, batch=c["B"], prefix=c["S"])
 

@@ -53,11 +53,11 @@ __device__ __forceinline__ float* lse_at(const Params& p, int b, int r) {
   return p.lse + (static_cast<long long>(b) * Q_LEN + row_token(r)) * HEADS + row_head(r);
 }
 
-__device__ __forceinline__ const T* kv_row(const Params& p, int b, int n) {
+{% if kv_fp8 != "true" %}__device__ __forceinline__ const T* kv_row(const Params& p, int b, int n) {
   const int page = p.block_table[b * p.bt_sb + n / PAGE_SIZE];
   return p.kv + page * p.kv_sp + (n % PAGE_SIZE) * p.kv_sr;
 }
-
+{% endif %}
 // Draft-visibility bits of draft token t: bit j says whether it sees draft position j.
 __device__ __forceinline__ unsigned long long draft_bits(const Params& p, int b, int t) {
   if constexpr (MASK_KIND == MASK_NONE) {

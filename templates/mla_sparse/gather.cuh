@@ -131,41 +131,7 @@ __device__ __forceinline__ void gather_row(const Params& p, int slot, unsigned c
   }
 }
 
-constexpr bool T_IS_BF16 = Mma::EXPONENT == 0x7f80;
-
-// Two e4m3 values (low byte first) as a packed pair of T, exactly: the conversion's float16 pair
-// as it is, or through float32 to bfloat16.
-__device__ __forceinline__ unsigned widen_pair(unsigned short pair) {
-  const __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(pair), __NV_E4M3);
-  if constexpr (!T_IS_BF16) return static_cast<unsigned>(raw.x) | static_cast<unsigned>(raw.y) << 16;
-  const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&raw));
-  return Mma::pack(f.x, f.y);
-}
-
-// Four e4m3 values (one 32-bit word) as two packed pairs of T, exactly.
-__device__ __forceinline__ uint2 widen_quad(unsigned word) {
-  return make_uint2(widen_pair(word & 0xffffu), widen_pair(word >> 16));
-}
-
-// The fp8 cache keeps rope in bfloat16 whatever q's dtype: two rope values (one 32-bit word, low
-// first) as a packed pair of T (as stored for bf16 q, converted for float16 q).
-__device__ __forceinline__ unsigned rope_pair(unsigned word) {
-  if constexpr (T_IS_BF16) {
-    return word;
-  } else {
-    return Mma::pack(__uint_as_float(word << 16), __uint_as_float(word & 0xffff0000u));
-  }
-}
-template <typename W>
-__device__ __forceinline__ W rope_words(W w) {
-  if constexpr (!T_IS_BF16) {
-    unsigned* u = reinterpret_cast<unsigned*>(&w);
-#pragma unroll
-    for (int k = 0; k < static_cast<int>(sizeof(W) / 4); ++k) u[k] = rope_pair(u[k]);
-  }
-  return w;
-}
-
+{% include "mla/fp8_values.cuh" %}
 // dequant='shared': a stage of raw fp8 rows -> the 16-bit tile and its rows' scales, block-wide.
 __device__ __forceinline__ void dequantize_stage(const unsigned char* stage, T* tile, float* row_scales) {
   constexpr int E4M3_CHUNKS = E4M3_DIMS / 8;  // 8 e4m3 values -> one 16-byte chunk

@@ -30,10 +30,11 @@ def sparse_spec_for(q, kv_cache, indices, extra_kv_cache=None, extra_indices=Non
     _, q_len, heads, dim = q.shape
     if kv_cache.dtype == torch.uint8:
         fmt = fp8_format_of_width(kv_cache.shape[2])
-        if fmt is None or fmt.head_dim != dim:
+        if fmt is None or fmt.head_dim != dim or fmt.tensor_scale:
             raise InputError(
                 f"kv_cache: no fp8 format has {kv_cache.shape[2]}-byte tokens of {dim} values "
-                "(656: DeepSeek-V3.2 with q 576 wide; 584: V4, 528: V4.1 with q 512 wide)"
+                "that the sparse kernels read (656: DeepSeek-V3.2 with q 576 wide; 584: V4, 528: "
+                "V4.1 with q 512 wide; 576, one scale for the tensor, is the dense family's)"
             )
     else:
         fmt = sixteen_bit_format_of_dim(dim)

@@ -47,6 +47,12 @@ class SparseSpec(AttentionShape, Params):
         self._require_int("q_len", 1, MAX_Q_LEN)
         self._require_int("topk", 1, MAX_TOPK)
         self._require_choice("kv_format", KV_FORMATS)
+        self._require(
+            not FORMATS[self.kv_format].tensor_scale,
+            "kv_format",
+            f"the sparse kernels read each token's scales from its row; {self.kv_format!r} keeps "
+            f"one scale for the whole cache (a dense-family format)",
+        )
         self._require_int("page_size", 1, 1 << 20)
         self._require_choice("dtype", ("bfloat16", "float16"))
         self._require_int("extra_topk", 0, MAX_TOPK)

@@ -68,12 +68,16 @@ constexpr int Q_SMEM_COL = Q_REG_STEPS * COL_GROUPS * 16 < HEAD_DIM ? Q_REG_STEP
 constexpr int Q_SMEM_CHUNKS = (HEAD_DIM - Q_SMEM_COL) / 8;
 constexpr int Q_ROW_ELEMS = (Q_SMEM_CHUNKS % 2 || Q_SMEM_CHUNKS == 0 ? Q_SMEM_CHUNKS : Q_SMEM_CHUNKS + 1) * 8;
 constexpr int Q_BYTES = M_TILES * 16 * Q_ROW_ELEMS * 2;
-constexpr int TILE_ELEMS = BLOCK_N * ROW_ELEMS;
-constexpr int TILES_OFFSET = Q_BYTES;
+{% if kv_fp8 == "true" %}constexpr int TILE_ELEMS = BLOCK_N * KV_ROW_BYTES / 2;  // a raw stage, in T's
+{% else %}constexpr int TILE_ELEMS = BLOCK_N * ROW_ELEMS;
+{% endif %}constexpr int TILES_OFFSET = Q_BYTES;
 constexpr int SCORE_FLOATS = COL_GROUPS * M_TILES * 16 * S_STRIDE;  // one tile's partial scores
 constexpr int SCORE_BUFFERS = QK_AHEAD || SPECIALIZE ? 2 : 1;
-constexpr int SCORES_OFFSET = TILES_OFFSET + STAGES * TILE_ELEMS * 2;
-constexpr int BAD_OFFSET = SCORES_OFFSET + SCORE_BUFFERS * SCORE_FLOATS * 4;
+{% if kv_fp8 == "true" %}// An fp8 cache (mla/mma/fp8_tiles.cuh): STAGES raw stages of TILE_ELEMS T's, then the one 16-bit tile.
+constexpr int WIDE_OFFSET = TILES_OFFSET + STAGES * TILE_ELEMS * 2;
+constexpr int SCORES_OFFSET = WIDE_OFFSET + BLOCK_N * ROW_ELEMS * 2;
+{% else %}constexpr int SCORES_OFFSET = TILES_OFFSET + STAGES * TILE_ELEMS * 2;
+{% endif %}constexpr int BAD_OFFSET = SCORES_OFFSET + SCORE_BUFFERS * SCORE_FLOATS * 4;
 constexpr int P_STRIDE = BLOCK_N + 8;  // 16-bit P rows: ldmatrix rows on distinct banks
 constexpr int P_OFFSET = BAD_OFFSET + 16;  // after two 64-bit masks of non-finite draft V rows
 constexpr int P_BYTES = SPLIT_SOFTMAX ? M_TILES * 16 * P_STRIDE * 2 : 0;
@@ -166,7 +170,7 @@ constexpr bool SPREAD_COPIES = NUM_WARPS >= 8 && !QK_AHEAD;
 // (kgen.mla.inputs checks the row stride). Each piece asks L2 for its whole 128-byte line
 // (measured on the H200: 1-2% faster on the decode cases than no hint; 256 B neutral; .ca, L1
 // too, 4-10% slower).
-struct TileCopy {
+{% if kv_fp8 == "true" %}{% include "mla/mma/fp8_tiles.cuh" %}{% else %}struct TileCopy {
   // With a multiple of 8 threads per row, a thread's chunks share their place in a 128-byte group
   // (dst: the first one's slot, the others at fixed offsets); else dst is the row, `swizzle` its r % 8
   static constexpr bool WHOLE_GROUPS = LOAD_THREADS_PER_ROW % 8 == 0;
@@ -206,7 +210,7 @@ struct TileCopy {
     for (int j = 0; j < LOAD_ITEMS; ++j) piece(j);
   }
 };
-
+{% endif %}
 // RING_SLACK: the KV tile ring synchronised by a barrier a stage instead of a block barrier a tile.
 // full[s] completes when every thread's copies of stage s's tile have landed (each thread arrives
 // as its copies land), empty[s] when every warp is done with the tile (after its P.V the warp's
@@ -520,10 +524,11 @@ __device__ void fold_bad_drafts(const Params& p, int b, T* tile, int start, int 
   for (int n = 0; n < BLOCK_N; ++n) {
     if (!((bad >> n) & 1ull)) continue;
     const int pos = start + n;  // a draft position: pos >= prefix
-    // Its V from the cache, not the tile: the tile's swizzle would cost every read below an
+{% if kv_fp8 == "true" %}    const WideRow v{tile, n};  // its V from the 16-bit tile: the cache row is e4m3 bytes
+{% else %}    // Its V from the cache, not the tile: the tile's swizzle would cost every read below an
     // address of its own (registers), the cache row is contiguous (and in L2: just copied)
     const T* v = kv_row(p, b, pos);
-#pragma unroll
+{% endif %}#pragma unroll
     for (int i = 0; i < WARP_M; ++i)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {

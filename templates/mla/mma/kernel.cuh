@@ -1,12 +1,15 @@
 // The kernel entry of the row path (rows on the m16 side of both products): the pipeline over
 // the helpers of mla/mma/attention.cuh.
 
-extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_attention(const mla::Params p) {
-  using namespace mla;
+{% if kv_fp8 == "true" %}extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_attention(const mla::Params params) {
+  const mla::Params p = mla::with_k_scale(params);  // K's scale in scale_log2
+{% else %}extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_attention(const mla::Params p) {
+{% endif %}  using namespace mla;
   extern __shared__ __align__(16) unsigned char smem[];
   T* q_s = reinterpret_cast<T*>(smem);
   T* tiles = reinterpret_cast<T*>(smem + TILES_OFFSET);
-  float* scores = reinterpret_cast<float*>(smem + SCORES_OFFSET);
+{% if kv_fp8 == "true" %}  T* wide = reinterpret_cast<T*>(smem + WIDE_OFFSET);  // the 16-bit tile the raw stages widen into
+{% endif %}  float* scores = reinterpret_cast<float*>(smem + SCORES_OFFSET);
   unsigned long long* bad_s = reinterpret_cast<unsigned long long*>(smem + BAD_OFFSET);
   T* p_h = reinterpret_cast<T*>(smem + P_OFFSET);                      // SPLIT_SOFTMAX: P
   float* alpha_s = reinterpret_cast<float*>(smem + ROW_STATE_OFFSET);  // its rescale factors, then m
@@ -141,7 +144,8 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
         commit();
       }
       page = fetch_page(p, b, tile_start(next + 1), end);  // used an iteration from now
-      if constexpr (!QK_AHEAD) {
+{% if kv_fp8 == "true" %}      tile = widen_tile(tile, wide);  // tile `it`, raw, into the 16-bit tile (its last tile's readers passed the barrier)
+{% endif %}      if constexpr (!QK_AHEAD) {
         qk_partials(tile, qf, q_s, partials, copy, ln);
         if constexpr (SPREAD_COPIES) commit();
         // The partials are whole. A row group reads only its own rows' partials, so without drafts
@@ -192,7 +196,18 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_a
     __syncthreads();
   }
 
-  // Results: out/lse with one split, else this split's slot of the workspace, then the combine
+{% if kv_fp8 == "true" %}  // V's tensor scale, once: the tiles held the e4m3 values unscaled (and fold_bad_drafts read them so)
+  if constexpr (TENSOR_SCALE) {
+    const float v_scale = __ldg(p.k_scale);
+#pragma unroll
+    for (int i = 0; i < WARP_M; ++i)
+#pragma unroll
+      for (int j = 0; j < O_TILES; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[i][j][e] *= v_scale;
+  }
+
+{% endif %}  // Results: out/lse with one split, else this split's slot of the workspace, then the combine
   // (here, or with PDL_COMBINE in mla_combine, a kernel of its own).
   const long long slot = num_splits > 1 ? slot_row(p, b, split, num_splits) : 0;
 #pragma unroll

@@ -1,0 +1,104 @@
+// An fp8 cache on the tensor-core path, dequantized in shared memory (docs/design-space.md, "fp8
+// caches"). TileCopy copies a tile's cached rows as they are (KV_ROW_BYTES a position: half a
+// 16-bit row's bytes for "fp8_tensor", the point of the format where decode is memory-bound) into
+// a raw stage of the cp.async pipeline; widen_tile turns the landed stage into the one 16-bit tile
+// (swizzled as tile_at places it) that the unchanged ldmatrix / mma.sync loop reads. e4m3 widens
+// to float16 and bfloat16 exactly and a tensor's scale multiplies no value: with_k_scale folds
+// it into scale_log2 for q.K, and the kernel applies it to the output once, for V. Scales a group
+// of a row (DeepSeek-V3.2's 656-byte rows) differ from row to row, so widen_tile multiplies them
+// in, rounding e4m3 x scale to T once (the error of a 16-bit cache holding those values).
+// One 16-bit tile serves a loop that reads one tile at a time between two block barriers: q.K
+// ahead and the specialized roles keep two tiles resident and the ring's row groups drift apart,
+// so those are refused for an fp8 cache (kgen.mla.rules).
+
+static_assert(!QK_AHEAD && !RING_SLACK && !SPECIALIZE, "an fp8 cache: one 16-bit tile, read one tile at a time");
+static_assert(KV_ROW_BYTES % 16 == 0 && ROPE_OFFSET % 16 == 0, "16-byte copies of a cached row");
+static_assert(E4M3_DIMS % 8 == 0 && E4M3_DIMS + BF16_DIMS == HEAD_DIM, "an fp8 row holds every dim");
+static_assert(TENSOR_SCALE || (SCALE_GROUP % 8 == 0 && E4M3_DIMS % SCALE_GROUP == 0), "whole groups a chunk");
+
+{% include "mla/fp8_values.cuh" %}
+
+constexpr int RAW_CHUNKS = KV_ROW_BYTES / 16;  // 16-byte chunks of a cached row
+constexpr int RAW_ITEMS = (RAW_CHUNKS + LOAD_THREADS_PER_ROW - 1) / LOAD_THREADS_PER_ROW;
+
+// The copy of KV tile [start, start + BLOCK_N) into a raw stage (rows of KV_ROW_BYTES, unswizzled:
+// widen_tile reads them in order), as the 16-bit TileCopy: addressed once, issued in pieces (with
+// SPREAD_COPIES over the next q.K^T's k steps), zeros past `end`, nothing when idle.
+struct TileCopy {
+  const unsigned char* src = nullptr;
+  unsigned char* dst = nullptr;
+  int bytes = -1;  // 16, 0 (a position past the end: zeros) or -1 (idle)
+
+  TileCopy() = default;
+  __device__ __forceinline__ TileCopy(const Params& p, int start, int end, int page, T* stage) {
+    const int pos = load_pos(), chunk = threadIdx.x % LOAD_THREADS_PER_ROW;
+    const int row_in_page = (start + pos) % PAGE_SIZE;
+    src = p.kv + page * p.kv_sp + (row_in_page * static_cast<int>(p.kv_sr) + chunk * 16);
+    dst = reinterpret_cast<unsigned char*>(stage) + pos * KV_ROW_BYTES + chunk * 16;
+    bytes = start + pos < end ? 16 : 0;
+  }
+
+  __device__ __forceinline__ void piece(int j) const {
+    const int c = threadIdx.x % LOAD_THREADS_PER_ROW + j * LOAD_THREADS_PER_ROW;
+    if (bytes >= 0 && (RAW_CHUNKS % LOAD_THREADS_PER_ROW == 0 || c < RAW_CHUNKS))
+      kgen::cp_async_or_zeros<16, true>(dst + j * LOAD_THREADS_PER_ROW * 16, src + j * LOAD_THREADS_PER_ROW * 16,
+                                        bytes == 0);
+  }
+
+  __device__ __forceinline__ void pieces_at(int kk, int steps) const {
+    if constexpr (SPREAD_COPIES) {
+#pragma unroll
+      for (int j = kk; j < RAW_ITEMS; j += steps) piece(j);
+    }
+  }
+
+  __device__ __forceinline__ void all() const {
+#pragma unroll
+    for (int j = 0; j < RAW_ITEMS; ++j) piece(j);
+  }
+};
+
+// The landed raw stage -> the 16-bit tile `wide`, block-wide, once every warp is done with the
+// previous tile (the loop's barrier); returns `wide` after a barrier, so every warp reads it whole.
+// A position past the end was copied as zeros and widens to zeros (no 0 * Inf in P.V).
+__device__ __forceinline__ T* widen_tile(const T* stage, T* wide) {
+  constexpr int E4M3_CHUNKS = E4M3_DIMS / 8;  // 8 e4m3 values (8 bytes) -> one 16-byte chunk
+  const unsigned char* raw = reinterpret_cast<const unsigned char*>(stage);
+  for (int idx = threadIdx.x; idx < BLOCK_N * CHUNKS; idx += NUM_THREADS) {
+    const int n = idx / CHUNKS, c = idx % CHUNKS;
+    const unsigned char* row = raw + n * KV_ROW_BYTES;
+    uint4 v;
+    if (E4M3_CHUNKS == CHUNKS || c < E4M3_CHUNKS) {
+      const uint2 w = *reinterpret_cast<const uint2*>(row + c * 8);
+      if constexpr (TENSOR_SCALE) {
+        const uint2 lo = widen_quad(w.x), hi = widen_quad(w.y);
+        v = make_uint4(lo.x, lo.y, hi.x, hi.y);
+      } else {
+        const float scale = *reinterpret_cast<const float*>(row + SCALES_OFFSET + c * 8 / SCALE_GROUP * 4);
+        const uint2 lo = scaled_quad(w.x, scale), hi = scaled_quad(w.y, scale);
+        v = make_uint4(lo.x, lo.y, hi.x, hi.y);
+      }
+    } else {
+      v = rope_words(*reinterpret_cast<const uint4*>(row + ROPE_OFFSET + (c - E4M3_CHUNKS) * 16));
+    }
+    *reinterpret_cast<uint4*>(wide + tile_at(n, c)) = v;
+  }
+  __syncthreads();
+  return wide;
+}
+
+// A V row of the 16-bit tile as fold_bad_drafts reads it (the cache holds e4m3 bytes): value d of
+// position n as the tile holds it (a tensor scale not yet applied).
+struct WideRow {
+  const T* tile;
+  int n;
+  __device__ __forceinline__ T operator[](int d) const { return tile[tile_at(n, d / 8) + d % 8]; }
+};
+
+// The parameters with the tensor's scale folded into the softmax's: scores are q.(e4m3 values) x
+// k_scale, so scale_log2 x k_scale, once per launch (read at each launch: a captured graph follows
+// a new value). Scales in the rows are in the tile already.
+__device__ __forceinline__ Params with_k_scale(Params p) {
+  if constexpr (TENSOR_SCALE) p.scale_log2 *= __ldg(p.k_scale);
+  return p;
+}
