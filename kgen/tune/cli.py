@@ -206,8 +206,9 @@ def add_sweep_parser(commands) -> None:
     p.add_argument(
         "--kv-format",
         choices=["dtype", *FORMATS],
-        help="the cache's format (kgen.mla.kv_format): dense 'dtype' (default: q's dtype) or "
-        "'fp8_tensor' (e4m3, one k_scale); sparse 'fp8' (default), 'bf16', 'v4_fp8', ...",
+        help="the cache's format (kgen.mla.kv_format): dense 'dtype' (default: q's dtype), "
+        "'fp8_tensor' (e4m3, one k_scale) or 'fp8' (656-byte rows); sparse 'fp8' (default), "
+        "'bf16', 'v4_fp8', ...",
     )
     p.add_argument(
         "--space",
