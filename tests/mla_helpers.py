@@ -1,4 +1,5 @@
-"""Running an MLA kernel on a workload with poisoned outputs, and its float64 reference."""
+"""Running an MLA kernel on a workload with poisoned outputs, and its float64 reference; a
+runner's launch recorded instead of made (CPU tests)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,15 @@ def never_visible(w: Workload) -> np.ndarray:
         for n in np.flatnonzero(seen):
             hidden[table[b, n // ps], n % ps] = False
     return hidden
+
+
+class RecordedLaunch:
+    """Stands in for a runner's PackedLaunch (monkeypatched over `_packed_launch`): keeps a copy
+    of the parameters of each launch, and the stream it went to."""
+
+    def __init__(self, params):
+        self.params, self.sent = params, []
+
+    def launch(self, stream: int) -> None:
+        p = self.params
+        self.sent.append({name: getattr(p, name) for name, _ in p._fields_} | {"stream": stream})

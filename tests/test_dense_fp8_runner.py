@@ -19,21 +19,12 @@ from kgen.mla.inputs import InputError, check_inputs
 from kgen.mla.program import FP8_PARAMS, FP8KernelParams, KernelParams, params_type
 from kgen.mla.runner import Runner
 
+from .mla_helpers import RecordedLaunch
+
 CONFIG = Config(compute="mma", heads_per_block=16, kv_splits=2, block_n=16)
 BATCH, MAX_PAGES, PAGES, PAGE = 2, 3, 7, 16
 CPU = torch.device("cpu")
 WIDTH = {"fp8_tensor": 576, "fp8": 656, "dtype": 576}
-
-
-class RecordedLaunch:
-    """Stands in for PackedLaunch: keeps a copy of the parameters of each launch."""
-
-    def __init__(self, params):
-        self.params, self.sent = params, []
-
-    def launch(self, stream: int) -> None:
-        p = self.params
-        self.sent.append({name: getattr(p, name) for name, _ in p._fields_})
 
 
 def make_runner(monkeypatch, kv_format: str) -> Runner:

@@ -17,20 +17,11 @@ from kgen.mla.inputs import InputError
 from kgen.mla.runner import Runner
 from kgen.mla.running import LOG2E
 
+from .mla_helpers import RecordedLaunch
+
 SPEC = Spec(heads=4, q_len=3, dtype="bfloat16", page_size=16, mask="tree")
 CONFIG = Config(heads_per_block=2, kv_splits=4, vec_width=8, smem_stages=2, block_n=16)
 BATCH, MAX_PAGES, PAGES = 2, 5, 12
-
-
-class RecordedLaunch:
-    """Stands in for PackedLaunch: keeps a copy of the parameters of each launch."""
-
-    def __init__(self, params):
-        self.params, self.sent = params, []
-
-    def launch(self, stream: int) -> None:
-        p = self.params
-        self.sent.append({name: getattr(p, name) for name, _ in p._fields_} | {"stream": stream})
 
 
 @pytest.fixture

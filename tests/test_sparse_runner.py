@@ -16,18 +16,11 @@ from kgen.mla.sparse import runner as runner_module
 from kgen.mla.sparse.api import sparse_spec_for
 from kgen.mla.sparse.runner import SparseRunner
 
+from .mla_helpers import RecordedLaunch
+
 SPEC = SparseSpec(heads=4, q_len=2, topk=5, kv_format="fp8", page_size=4)
 CONFIG = SparseConfig(heads_per_block=4, kv_splits=3)
 BATCH, PAGES = 2, 3
-
-
-class RecordedLaunch:
-    def __init__(self, params):
-        self.params, self.sent = params, []
-
-    def launch(self, stream: int) -> None:
-        p = self.params
-        self.sent.append({name: getattr(p, name) for name, _ in p._fields_})
 
 
 def make_runner(monkeypatch, spec=SPEC):
