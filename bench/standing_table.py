@@ -26,6 +26,7 @@ Bound: which of the two is larger.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import math
@@ -89,7 +90,8 @@ def work(case) -> tuple[int, int]:
     per_position = 2 * (spec.head_dim + spec.latent_dim) * spec.heads
     lens = case.seq_lens
     rows = case.batch * spec.q_len * spec.heads
-    io = (sum(lens) * spec.head_dim + rows * (spec.head_dim + spec.latent_dim)) * spec.elem_bytes
+    token = spec.format.token_bytes if spec.format else spec.head_dim * spec.elem_bytes
+    io = sum(lens) * token + rows * (spec.head_dim + spec.latent_dim) * spec.elem_bytes
     visible = sum(max(n - spec.q_len, 0) for n in lens) * spec.q_len
     if spec.mask == "tree":  # the draft tree the trials draw
         from kgen.mla.workload import make_workload
@@ -188,7 +190,8 @@ def standing_table(main: dict, compare: dict | None) -> str:
         out.append(
             f"- fp8 cache ({a}): the dense 16-bit cases on an fp8_tensor cache (e4m3, one "
             "k_scale), their heuristic defaults (bench/time_shipped.py --default --kv-format "
-            "fp8_tensor); beside it, the shipped 16-bit time over it."
+            "fp8_tensor); beside it, the shipped 16-bit time over it and its share of the fp8 "
+            "cache's floor (576 bytes a token)."
         )
     if main["gather"]:
         out.append(
@@ -199,7 +202,7 @@ def standing_table(main: dict, compare: dict | None) -> str:
         )
     head = ["case", "B, T, H, S", f"{a} floor µs", f"{a} µs", "% floor"]
     head += [f"{a} gather µs (µs / gather)"] if main["gather"] else []
-    head += [f"{a} fp8 cache µs (16-bit / fp8)"] if main["fp8"] else []
+    head += [f"{a} fp8 cache µs (16-bit / fp8, % fp8 floor)"] if main["fp8"] else []
     head += [f"{b} µs", "% floor"] if compare else []
     head += [f"torch µs ({label(torch_run['device'])})", "FlashInfer µs", "FlashMLA µs"]
     head += ["config (shipped)"]
@@ -218,7 +221,12 @@ def standing_table(main: dict, compare: dict | None) -> str:
             cells.append(f"{g:.1f} ({t / g:.2f})" if g and t else _fmt(g))
         if main["fp8"]:
             f = _us(main["fp8"].get(case.name))
-            cells.append(f"{f:.1f} ({t / f:.2f})" if f and t else _fmt(f))
+            if f and t:
+                fp8 = dataclasses.replace(spec, kv_format="fp8_tensor")
+                floor8 = _pct(floor_us(dataclasses.replace(case, spec=fp8), main["device"])[0], f)
+                cells.append(f"{f:.1f} ({t / f:.2f}, {floor8})")
+            else:
+                cells.append(_fmt(f))
         if compare:
             tb = _us(compare["shipped"].get(case.name))
             cells += [_fmt(tb), _pct(floor_us(case, compare["device"])[0], tb)]
