@@ -35,7 +35,7 @@ def variants(names: list[str], kv_format: str | None = None):
         grid = {
             n: dataclasses.replace(c, spec=dataclasses.replace(c.spec, kv_format=kv_format))
             for n, c in grid.items()
-            if not isinstance(c.spec, SparseSpec)
+            if not isinstance(c.spec, SparseSpec) and c.spec.dtype != "float32"
         }
     index = torch.cuda.current_device()
     for name in names or list(grid):
