@@ -39,8 +39,9 @@ def test_kgen_decodes_a_deepseek_v3_layer_like_its_own_forward(
     got, expected = example.decode_step(dtype=getattr(torch, dtype), kv_format=kv_format)
     assert got.shape == expected.shape == (2, 4, 256)
     assert example.relative_error(got, expected) < tolerance
-    # the comparison can fail: each draft's row differs from its neighbour's
-    assert example.relative_error(got, expected.roll(1, dims=1)) > 10 * tolerance
+    # the comparison can fail: each draft's row differs from its neighbour's by far more than
+    # any tolerance here (about 0.6 in relative error)
+    assert example.relative_error(got, expected.roll(1, dims=1)) > 0.3
 
 
 def test_kgen_runs_a_deepseek_v4_decode_step_like_its_float64_computation():

@@ -136,6 +136,7 @@ def attention(
     try:
         index = q.get_device()
         shape, page_size, max_pages = q.shape, kv_cache.shape[1], block_table.shape[1]
+        token = kv_cache.shape[-1]  # a uint8 cache's format: 576 or 656 bytes a token
     except (AttributeError, IndexError):
         index = -1
     if index < 0 or validate:
@@ -145,7 +146,8 @@ def attention(
             validate_on_device(spec, kv_cache, block_table, seq_lens, k_scale)
     stream = current_stream(index)
     mask_kind = mask if mask is None or isinstance(mask, str) else "tree"
-    key = ("attention", shape, q.dtype, kv_cache.dtype, page_size, max_pages, mask_kind, index)
+    key = ("attention", shape, q.dtype, kv_cache.dtype, token, page_size, max_pages, mask_kind)
+    key += (index,)
     key += (latent_dim,)
     key += (config, scale, stream)
     runner = runners.get(key, stream)
