@@ -55,8 +55,7 @@ def launch(case, config) -> None:
         w = make_workload(case.spec, case.seq_lens, seed=1)
         kernel = build(case.spec, config, "native")
     out, lse = w.poisoned_outputs()
-    extras = w.extras() if isinstance(case.spec, SparseSpec) else {}
-    kernel(*w.args(), out=out, lse=lse, **extras)
+    kernel(*w.args(), out=out, lse=lse, **w.extras())
     torch.cuda.synchronize()
 
 

@@ -658,7 +658,7 @@ def main() -> int:
             page = int(w.block_table[1, n // spec.page_size])
             row = w.kv_cache[page, n % spec.page_size]  # an fp8 row's latent: e4m3 NaN bytes
             row[: spec.latent_dim] = 0x7F if spec.kv_format != "dtype" else float("nan")
-        out, lse = run_poisoned(build(spec, config, "native"), w, **w.keywords())
+        out, lse = run_poisoned(build(spec, config, "native"), w, **w.extras())
         err = check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)
         print(
             f"ok  {spec.short_name():32s} {config.short_name():34s} splits={config.kv_splits:<3d} "

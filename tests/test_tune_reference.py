@@ -186,7 +186,7 @@ def test_an_fp8_tensor_workload_quantizes_the_values_a_16_bit_one_holds():
     assert w.kv_cache.dtype == torch.uint8 and w.kv_cache.shape == plain.kv_cache.shape
     used = plain.kv_cache.float().abs() < 1e3  # the unused rows hold 1e4 (9984 in bf16)
     values, exact = w.cache_values(), plain.kv_cache.float()
-    assert w.keywords() == {"k_scale": w.k_scale}
+    assert w.extras() == {"k_scale": w.k_scale}
     assert torch.isclose(w.k_scale, exact[used].abs().max() / 448, rtol=2**-7)  # bf16 here
     assert torch.allclose(values[used], exact[used], rtol=2**-3, atol=w.k_scale.item() * 2**-9)
     assert torch.all(values[~used].abs() == 448 * w.k_scale)

@@ -147,9 +147,7 @@ def attention(
     stream = current_stream(index)
     mask_kind = mask if mask is None or isinstance(mask, str) else "tree"
     key = ("attention", shape, q.dtype, kv_cache.dtype, token, page_size, max_pages, mask_kind)
-    key += (index,)
-    key += (latent_dim,)
-    key += (config, scale, stream)
+    key += (index, latent_dim, config, scale, stream)
     runner = runners.get(key, stream)
     if runner is None:
         spec = spec_for(q, kv_cache, mask, latent_dim)

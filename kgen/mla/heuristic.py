@@ -258,15 +258,21 @@ RULES = (
 # fmt: on
 
 
-def _first(facts: Facts, rules: Iterable[Rule], accept: Accept):
-    """(config, layout) of the first config that one of the `rules` proposes where it applies,
-    that fits as the row asks, and that `accept` passes; None if there is none."""
+def _candidates(facts: Facts, rules: Iterable[Rule]):
+    """(rule, config) of every config the `rules` propose, in order, where they apply."""
     for rule in rules:
         if rule.compute in PATHS[facts.spec.dtype] and rule.when(facts):
             for config in rule.configs(facts):
-                layout = _fitting(facts, config, rule.blocks, rule.last_resort)
-                if layout is not None and accept(_with_pdl(config, facts.arch)):
-                    return config, layout
+                yield rule, config
+
+
+def _first(facts: Facts, rules: Iterable[Rule], accept: Accept):
+    """(config, layout) of the first config that one of the `rules` proposes where it applies,
+    that fits as the row asks, and that `accept` passes; None if there is none."""
+    for rule, config in _candidates(facts, rules):
+        layout = _fitting(facts, config, rule.blocks, rule.last_resort)
+        if layout is not None and accept(_with_pdl(config, facts.arch)):
+            return config, layout
     return None
 
 
@@ -274,15 +280,13 @@ def _why(facts: Facts) -> str:
     """Where the rules refuse every candidate (a spec no block serves, such as a cache format no
     path reads), the reason the first candidate was refused; else nothing."""
     first = None
-    for rule in RULES:
-        if rule.compute in PATHS[facts.spec.dtype] and rule.when(facts):
-            for config in rule.configs(facts):
-                try:
-                    layout_for(facts.spec, config, facts.arch)
-                except ConfigError as err:
-                    first = first or str(err)
-                else:
-                    return ""
+    for _, config in _candidates(facts, RULES):
+        try:
+            layout_for(facts.spec, config, facts.arch)
+        except ConfigError as err:
+            first = first or str(err)
+        else:
+            return ""
     return f": every candidate is refused, the first by {first}" if first else ""
 
 

@@ -84,9 +84,14 @@ FP8_PARAMS = CStruct(
 )
 
 
+def params_struct(spec: Spec) -> CStruct:
+    """The parameter struct of a kernel of `spec`, as the template declares it."""
+    return PARAMS if spec.format is None else FP8_PARAMS
+
+
 def params_type(spec: Spec) -> type[ctypes.Structure]:
-    """The parameter struct of a kernel of `spec`."""
-    return KernelParams if spec.format is None else FP8KernelParams
+    """The parameter struct of a kernel of `spec`, as the host packs it."""
+    return params_struct(spec).layout
 
 
 def shape_values(spec, config, rows: int, params: CStruct) -> dict:
@@ -112,7 +117,7 @@ def _op_values(spec: Spec, config: Config, rows: int) -> dict:
     # without the draft tiles' loop, whose other tile order would round the result differently.
     mask = "none" if spec.masks_nothing else spec.mask
     return {
-        **shape_values(spec, config, rows, PARAMS if spec.format is None else FP8_PARAMS),
+        **shape_values(spec, config, rows, params_struct(spec)),
         "mask_kind": MASK_KINDS[mask],
         "token_groups": config.token_groups,
         "kv_fp8": spec.format is not None,

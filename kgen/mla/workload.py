@@ -38,8 +38,9 @@ class Workload:
         bits = pack_tree_mask(self.mask)
         return (self.q, self.kv_cache, self.block_table, self.seq_lens, bits, self.scale)
 
-    def keywords(self) -> dict:
-        """The call's inputs beyond args(): an "fp8_tensor" cache's k_scale."""
+    def extras(self) -> dict:
+        """The call's keyword inputs beyond args() that are given: an "fp8_tensor" cache's
+        k_scale (as SparseWorkload.extras gives the V4 op's)."""
         return {} if self.k_scale is None else {"k_scale": self.k_scale}
 
     def cache_values(self) -> torch.Tensor:

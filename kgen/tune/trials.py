@@ -59,7 +59,7 @@ SIDES = {
         ),
         reference=torch_reference,
         timed_args=Workload.packed_args,
-        keywords=Workload.keywords,
+        keywords=Workload.extras,
         work=_work,
         rotated_bytes=lambda w: w.kv_bytes(),
         prepare=torch_mla.prepare,

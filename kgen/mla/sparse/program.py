@@ -99,8 +99,14 @@ V4_PARAMS = CStruct(
 )
 
 
+def params_struct(spec: SparseSpec) -> CStruct:
+    """The parameter struct of a kernel of `spec`, as the template declares it."""
+    return V4_PARAMS if spec.v4_op else PARAMS
+
+
 def params_type(spec: SparseSpec) -> type[ctypes.Structure]:
-    return V4Params if spec.v4_op else SparseParams
+    """The parameter struct of a kernel of `spec`, as the host packs it."""
+    return params_struct(spec).layout
 
 
 def format_values(spec: SparseSpec) -> dict:
@@ -124,7 +130,7 @@ def format_values(spec: SparseSpec) -> dict:
 def template_values(spec: SparseSpec, config: SparseConfig, layout: SparseLayout) -> dict:
     """Every value the template binds, as validated Python values (kgen.render makes them C++)."""
     return {
-        **shape_values(spec, config, layout.rows, V4_PARAMS if spec.v4_op else PARAMS),
+        **shape_values(spec, config, layout.rows, params_struct(spec)),
         **format_values(spec),
         "v4_op": spec.v4_op,
         "sink": spec.v4_op,  # templates/mla/combine.cuh: the merge applies the sink
