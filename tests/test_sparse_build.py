@@ -262,9 +262,12 @@ def test_former_field_names_still_work_for_a_release_with_a_warning():
     assert old == SparseConfig(softmax="split", merge="pdl")
 
 
-def test_the_read_only_gather_compiles_for_sm120_without_spills():
-    """bench/time_shipped.py --gather's kernel (kgen.tune.gather) builds for sm_120."""
-    from kgen.tune.gather import read_rows_program
+@pytest.mark.parametrize("layout", [(41, 64, 656), (36, 256, 576, 256 * 576, 8)], ids=["v32", "v4"])
+def test_the_read_only_gather_compiles_for_sm120_without_spills(layout):
+    """bench/time_shipped.py --gather's kernel (kgen.tune.gather) builds for sm_120, for V3.2's
+    rows and V4's (scale rows after a page's payload)."""
+    from kgen.tune.gather import RowLayout, read_rows_program
 
-    usage = kgen.build.build_program(read_rows_program(), "sm_120").usage["read_rows"]
+    program = read_rows_program(RowLayout(*layout))
+    usage = kgen.build.build_program(program, "sm_120").usage["read_rows"]
     assert usage.spill_stores == usage.spill_loads == 0

@@ -6,6 +6,7 @@ kernel's in the same run, says how much of the kernel's time the gather itself e
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 from dataclasses import dataclass
 from functools import cache
 
@@ -19,19 +20,33 @@ from kgen.render import render_program
 ROWS, THREADS = 32, 256  # listed entries a block, threads a block
 
 
-def read_rows_program():
-    """The gather's kernel, as a Program (built for the GPU at hand by read_rows)."""
+@dataclass(frozen=True)
+class RowLayout:
+    """Where one list's rows lie in its cache, compiled into the gather's kernel: 16-byte words
+    a payload row, tokens a page, bytes from one payload row to the next, and the offset of a
+    page's scale rows and their size (-1 and 0: the format keeps no scale rows)."""
+
+    words: int
+    page_size: int
+    row_stride: int
+    scale_rows: int = -1
+    scale_row_bytes: int = 0
+
+
+def read_rows_program(layout: RowLayout):
+    """The gather's kernel for lists laid out as `layout`, as a Program (built for the GPU at
+    hand by read_rows)."""
     return render_program(
         "read_rows",
         "mla_sparse/read_rows.cu.jinja",
-        {"rows": ROWS, "threads": THREADS},
+        {"rows": ROWS, "threads": THREADS, **dataclasses.asdict(layout)},
         ("read_rows",),
     )
 
 
 @cache
-def _module():
-    return load_module(build_program(read_rows_program(), "native"))
+def _module(layout: RowLayout):
+    return load_module(build_program(read_rows_program(layout), "native"))
 
 
 @dataclass
@@ -40,14 +55,15 @@ class Gather:
     stream. `sink` counts the blocks whose XOR of the 32-bit words they read equals the key (a
     test's check that the right bytes were read); `bytes` is what it reads."""
 
-    launches: list  # (grid, C arguments, the tensors they point into) a list
+    launches: list  # (row layout, grid, C arguments, the tensors they point into) a list
     device: int
     sink: torch.Tensor
     bytes: int
 
     def __call__(self) -> None:
-        stream, kernel = torch.cuda.current_stream().cuda_stream, _module()["read_rows"]
-        for grid, args, _ in self.launches:
+        stream = torch.cuda.current_stream().cuda_stream
+        for layout, grid, args, _ in self.launches:
+            kernel = _module(layout)["read_rows"]
             kernel.launch(grid, (THREADS, 1, 1), args, stream=stream, device=self.device)
 
 
@@ -60,8 +76,16 @@ def read_rows(w: SparseWorkload, key: int = 0x9E3779B9) -> Gather:
     for cache_rows, indices, lengths, page_size in w.lists():
         batch, q_len, topk = indices.shape
         element = cache_rows.element_size()
-        row_stride = fmt.row_bytes if fmt.scales_at == "page" else cache_rows.stride(1) * element
-        scale_rows = fmt.scale_row_offset(page_size) if fmt.scales_at == "page" else -1
+        if fmt.scales_at == "page":
+            layout = RowLayout(
+                fmt.row_bytes // 16,
+                page_size,
+                fmt.row_bytes,
+                fmt.scale_row_offset(page_size),
+                fmt.scale_row_bytes,
+            )
+        else:
+            layout = RowLayout(fmt.row_bytes // 16, page_size, cache_rows.stride(1) * element)
         if lengths is not None:  # one a query row
             lengths = lengths if lengths.dim() == 2 else lengths[:, None]
             lengths = lengths.expand(batch, q_len).contiguous().to(torch.int32)
@@ -71,15 +95,10 @@ def read_rows(w: SparseWorkload, key: int = 0x9E3779B9) -> Gather:
             ctypes.c_void_p(indices.data_ptr()),
             ctypes.c_void_p(0 if lengths is None else lengths.data_ptr()),
             ctypes.c_int(topk),
-            ctypes.c_int(page_size),
             ctypes.c_int64(cache_rows.stride(0) * element),
-            ctypes.c_int(row_stride),
-            ctypes.c_int(fmt.row_bytes // 16),
-            ctypes.c_int(scale_rows),
-            ctypes.c_int(fmt.scale_row_bytes),
             ctypes.c_uint(key),
             ctypes.c_void_p(sink.data_ptr()),
         ]
         grid = (-(-topk // ROWS), batch * q_len, 1)
-        launches.append((grid, args, (cache_rows, indices, lengths)))
+        launches.append((layout, grid, args, (cache_rows, indices, lengths)))
     return Gather(launches, w.q.device.index, sink, w.gathered_bytes())
