@@ -3,9 +3,9 @@ share of the roofline floor, the peers measured, and the heuristic default besid
 config (config='auto' on a GPU without tuned entries). Markdown to stdout.
 
 On a GPU, --out DIR times every grid case (bench/time_shipped.py: shipped configs, then --default,
-then --torch, then --gather for the sparse cases, then the dense 16-bit cases' defaults on an
-fp8_tensor cache; JSON lines in DIR/shipped.jsonl, default.jsonl, torch.jsonl, gather.jsonl,
-fp8.jsonl), writes DIR/device.json
+then --torch, then --gather for the sparse cases, then the dense 16-bit cases on an fp8_tensor
+cache, with the configs shipped for it and with the heuristic's; JSON lines in DIR/shipped.jsonl,
+default.jsonl, torch.jsonl, gather.jsonl, fp8.jsonl, fp8-default.jsonl), writes DIR/device.json
 (GPU, date, NVRTC, the read bandwidth and fp32 rate measured in the same run, commit) and prints
 the table. --from-json DIR prints it from those files, no GPU needed. --compare DIR adds another
 run's times as columns (DIR as --out writes it, or bench/retime.py's retime.json and
@@ -126,7 +126,7 @@ def read_run(folder: Path) -> dict:
     """A run: its device.json and, per kind (shipped, default, torch, gather), {case: row}; rows of
     bench/retime.py's JSON are read as the same kinds (its tuned, default and torch)."""
     run = {"device": json.loads((folder / "device.json").read_text())}
-    for kind in ("shipped", "default", "torch", "gather", "fp8"):
+    for kind in ("shipped", "default", "torch", "gather", "fp8", "fp8-default"):
         run[kind] = _lines(folder / f"{kind}.jsonl")
     for path in sorted(folder.glob("retime*.json")):
         for row in json.loads(path.read_text())["cases"]:
@@ -186,12 +186,14 @@ def standing_table(main: dict, compare: dict | None) -> str:
         f"{label(torch_run['device'])}; FlashInfer (FA2 MLA template, mma.sync) and FlashMLA "
         f"(wgmma): {PEERS_DEVICE}, verification timed as a causal chain of the same length."
     )
-    if main["fp8"]:
+    fp8 = main["fp8"] or main["fp8-default"]
+    if fp8:
         out.append(
             f"- fp8 cache ({a}): the dense 16-bit cases on an fp8_tensor cache (e4m3, one "
-            "k_scale), their heuristic defaults (bench/time_shipped.py --default --kv-format "
-            "fp8_tensor); beside it, the shipped 16-bit time over it and its share of the fp8 "
-            "cache's floor (576 bytes a token)."
+            "k_scale) with the configs shipped for it (bench/time_shipped.py --kv-format "
+            "fp8_tensor; marked d: no such entry, the heuristic default's time, --default); "
+            "beside it, the shipped 16-bit time over it and its share of the fp8 cache's floor "
+            "(576 bytes a token)."
         )
     if main["gather"]:
         out.append(
@@ -202,7 +204,7 @@ def standing_table(main: dict, compare: dict | None) -> str:
         )
     head = ["case", "B, T, H, S", f"{a} floor µs", f"{a} µs", "% floor"]
     head += [f"{a} gather µs (µs / gather)"] if main["gather"] else []
-    head += [f"{a} fp8 cache µs (16-bit / fp8, % fp8 floor)"] if main["fp8"] else []
+    head += [f"{a} fp8 cache µs (16-bit / fp8, % fp8 floor)"] if fp8 else []
     head += [f"{b} µs", "% floor"] if compare else []
     head += [f"torch µs ({label(torch_run['device'])})", "FlashInfer µs", "FlashMLA µs"]
     head += ["config (shipped)"]
@@ -219,12 +221,14 @@ def standing_table(main: dict, compare: dict | None) -> str:
         if main["gather"]:
             g = _us(main["gather"].get(case.name))
             cells.append(f"{g:.1f} ({t / g:.2f})" if g and t else _fmt(g))
-        if main["fp8"]:
-            f = _us(main["fp8"].get(case.name))
+        if fp8:
+            f, mark = _us(main["fp8"].get(case.name)), ""
+            if f is None:
+                f, mark = _us(main["fp8-default"].get(case.name)), " d"
             if f and t:
-                fp8 = dataclasses.replace(spec, kv_format="fp8_tensor")
-                floor8 = _pct(floor_us(dataclasses.replace(case, spec=fp8), main["device"])[0], f)
-                cells.append(f"{f:.1f} ({t / f:.2f}, {floor8})")
+                s8 = dataclasses.replace(spec, kv_format="fp8_tensor")
+                floor8 = _pct(floor_us(dataclasses.replace(case, spec=s8), main["device"])[0], f)
+                cells.append(f"{f:.1f}{mark} ({t / f:.2f}, {floor8})")
             else:
                 cells.append(_fmt(f))
         if compare:
@@ -295,7 +299,11 @@ def measure(folder: Path, reps: int) -> None:
     (folder / "device.json").write_text(json.dumps(device, indent=1) + "\n")
     tool = str(ROOT / "bench/time_shipped.py")
     kinds = (("shipped", []), ("default", ["--default"]), ("torch", ["--torch"]))
-    more = (("gather", ["--gather"]), ("fp8", ["--default", "--kv-format", "fp8_tensor"]))
+    more = (
+        ("gather", ["--gather"]),
+        ("fp8", ["--kv-format", "fp8_tensor"]),
+        ("fp8-default", ["--default", "--kv-format", "fp8_tensor"]),
+    )
     for kind, flags in (*kinds, *more):
         with open(folder / f"{kind}.jsonl", "w") as out:
             subprocess.run(

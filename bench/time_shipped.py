@@ -7,7 +7,9 @@ tuned entries (dense: kgen.mla.dense.compiled_default; sparse:
 kgen.mla.sparse.heuristic.default_sparse_config), or with --torch the plain torch implementation
 (gather, matmuls and softmax in the case's dtype: kgen.tune.baseline), or with --gather (sparse
 cases) the read-only gather of the rows the case lists (kgen.tune.gather: the bytes any kernel of
-the case must read, read and nothing computed). Run from two trees it is an
+the case must read, read and nothing computed). With --kv-format the dense 16-bit cases run on
+that cache format instead (an fp8 cache: the configs shipped for it, or with --default the
+heuristic's). Run from two trees it is an
 A/B of kernel code on the same configs (bench/ab.sh); with and without --default, of tuning
 against the heuristic.
 
@@ -46,13 +48,20 @@ from kgen.tune.space import (  # noqa: E402
 from kgen.tune.timing import FLUSHES  # noqa: E402
 
 
-def shipped_configs() -> dict:
-    """The shipped config of every named case: a Config or a SparseConfig."""
+def shipped_configs(kv_format: str | None = None) -> dict:
+    """The shipped config of every named case: a Config or a SparseConfig; with `kv_format`, the
+    dense cases' configs for that cache format (the entries tuned on it) instead."""
     entries = json.loads((ROOT / "kgen/tuned/tuning.json").read_text())["entries"]
+
+    def wanted(e: dict) -> bool:
+        if e.get("family", "dense") != "dense":
+            return kv_format is None
+        return e["spec"].get("kv_format", "dtype") == (kv_format or "dtype")
+
     return {
         e["case"]: FAMILIES[e.get("family", "dense")].config_type(**e["config"])
         for e in entries.values()
-        if "case" in e
+        if "case" in e and wanted(e)
     }
 
 
@@ -121,8 +130,8 @@ def main() -> int:
     parser.add_argument("--dtype", help="time each grid case at this dtype (bfloat16, float16)")
     parser.add_argument(
         "--kv-format",
-        help="time each dense 16-bit grid case on this cache format (fp8_tensor; with --default: "
-        "the shipped configs are tuned for the 16-bit cache)",
+        help="time each dense 16-bit grid case on this cache format (fp8_tensor, fp8): the configs "
+        "shipped for that format, or with --default the heuristic's",
     )
     args = parser.parse_args()
 
@@ -140,14 +149,14 @@ def main() -> int:
             for n, c in grid.items()
         }
     if args.kv_format:
-        if not args.default:
-            parser.error("--kv-format times the heuristic defaults: add --default")
+        if args.torch or args.gather:
+            parser.error("--kv-format times kgen's kernels: not with --torch or --gather")
         grid = {
             n: dataclasses.replace(c, spec=dataclasses.replace(c.spec, kv_format=args.kv_format))
             for n, c in grid.items()
             if not isinstance(c.spec, SparseSpec) and c.spec.dtype != "float32"
         }
-    configs = shipped_configs()
+    configs = shipped_configs(args.kv_format)
     arch, sms = resolve_arch("native"), device.sm_count(0)
     names = args.cases or list(grid)
     if not (
