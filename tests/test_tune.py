@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -565,6 +566,22 @@ class InterruptedExecutor(StubExecutor):
 
     def close(self):
         self.closed = True
+
+
+def test_a_short_sweep_budget_still_times_variants_of_its_first_cases():
+    """--seconds shares what is left among the cases still to start; the per-case reserve for
+    baseline and graph replays takes at most half a share, so a budget short for its cases leaves
+    none of them with zero seconds of variant trials, and a long one reserves the whole."""
+    from kgen.tune.sweep import CASE_RESERVE_S, _case_budget
+
+    now = time.time()
+    short = _case_budget(SweepOptions(), now + 13 * 6.0, 13)  # 6 s a case, under the reserve
+    assert 2.9 < short <= 3.0
+    long = _case_budget(SweepOptions(), now + 2 * 60.0, 2)
+    assert 60.0 - CASE_RESERVE_S - 0.1 < long <= 60.0 - CASE_RESERVE_S
+    assert _case_budget(SweepOptions(), now - 5.0, 3) == 0.0  # past the deadline
+    assert _case_budget(SweepOptions(case_seconds=2.0), now + 600.0, 1) == 2.0
+    assert _case_budget(SweepOptions(), None, 4) is None
 
 
 def test_an_interrupted_timed_sweep_keeps_its_trials_and_resumes(tmp_path):

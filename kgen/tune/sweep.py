@@ -186,7 +186,9 @@ class SweepOptions:
     # Time budgets (None: none). case_seconds: seconds of variant trials per case. seconds: the
     # whole sweep's, compiling included; each case's variant trials then get an equal share of
     # what is left when the case starts, less CASE_RESERVE_S for its baseline, graph replays and
-    # spill check (a case that needs less leaves the rest to the cases after it). The
+    # spill check, or less half the share where the reserve would take more (so a budget short
+    # for its cases still times variants of the first; a case that needs less leaves the rest to
+    # the cases after it). The
     # heuristic's default is timed first; past its budget a case's remaining variants are left
     # untimed (a later run resumes them) and the case is summarised from what was timed. With a
     # budget, variants are timed in a shuffled order (seeded by the case name), so a cut leaves a
@@ -426,8 +428,8 @@ def _case_budget(options: SweepOptions, deadline: float | None, cases_left: int)
     """Seconds of variant trials the next case may take (None: no limit)."""
     budgets = [] if options.case_seconds is None else [options.case_seconds]
     if deadline is not None:
-        share = (deadline - time.time()) / max(1, cases_left) - CASE_RESERVE_S
-        budgets.append(max(0.0, share))
+        share = max(0.0, (deadline - time.time()) / max(1, cases_left))
+        budgets.append(share - min(CASE_RESERVE_S, share / 2))
     return min(budgets) if budgets else None
 
 
