@@ -49,7 +49,7 @@ FP32_TFLOPS = 51.0  # cuBLAS fp32 without TF32 on the H200 (shared/design/gpu.md
 # The other MLA kernels, measured on the H200 with the same timing (L2 flushed by writing, median;
 # verification with a causal chain of the same length, their kernels having no tree mask): issue
 # 9's table, 2026-11-30.
-PEERS_DEVICE = "H200, 2026-11-30"
+PEERS_GPU, PEERS_DEVICE = "H200", "H200, 2026-11-30"
 FLASHINFER = {  # FlashInfer's FA2 MLA template (mma.sync, 147+ KB of shared memory a block)
     "kimi-tp8-decode-long": 43.5,
     "kimi-tp8-decode-batch": 93,
@@ -181,6 +181,8 @@ def standing_table(main: dict, compare: dict | None) -> str:
     if compare:
         out.append(f"- {legend(compare['device'])}")
     torch_run = main if main["torch"] or not compare else compare
+    # kgen against the peers only where it ran on their GPU
+    peers_run = next((r for r in (main, compare) if r and label(r["device"]) == PEERS_GPU), None)
     out.append(
         f"- torch: the plain torch implementation (gather, matmuls, softmax), "
         f"{label(torch_run['device'])}; FlashInfer (FA2 MLA template, mma.sync) and FlashMLA "
@@ -234,8 +236,9 @@ def standing_table(main: dict, compare: dict | None) -> str:
         if compare:
             tb = _us(compare["shipped"].get(case.name))
             cells += [_fmt(tb), _pct(floor_us(case, compare["device"])[0], tb)]
-            if tb and case.name in FLASHINFER:
-                ratios.append(tb / FLASHINFER[case.name])
+        tp = _us(peers_run["shipped"].get(case.name)) if peers_run else None
+        if tp and case.name in FLASHINFER:
+            ratios.append(tp / FLASHINFER[case.name])
         cells.append(_fmt(_us(torch_run["torch"].get(case.name))))
         cells += [_fmt(FLASHINFER.get(case.name)), _fmt(FLASHMLA.get(case.name))]
         row = main["shipped"].get(case.name)
@@ -243,8 +246,8 @@ def standing_table(main: dict, compare: dict | None) -> str:
         out.append("| " + " | ".join(cells) + " |")
     if ratios:
         out.append(
-            f"\nGeometric mean of kgen ({b}) / FlashInfer over the {len(ratios)} 16-bit dense "
-            f"cases: {geomean(ratios):.2f}."
+            f"\nGeometric mean of kgen ({PEERS_GPU}) / FlashInfer over the {len(ratios)} 16-bit "
+            f"dense cases: {geomean(ratios):.2f}."
         )
     return "\n".join(out)
 
