@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgen.mla import SparseSpec  # noqa: E402
-from kgen.tune.space import load_grid, parse_case_overrides  # noqa: E402
+from kgen.tune.space import load_grid, on_kv_format, parse_case_overrides  # noqa: E402
 
 
 def variants(names: list[str], kv_format: str | None = None):
@@ -32,11 +32,7 @@ def variants(names: list[str], kv_format: str | None = None):
 
     grid = {c.name: c for c in load_grid()}
     if kv_format:
-        grid = {
-            n: dataclasses.replace(c, spec=dataclasses.replace(c.spec, kv_format=kv_format))
-            for n, c in grid.items()
-            if not isinstance(c.spec, SparseSpec) and c.spec.dtype != "float32"
-        }
+        grid = {c.name: c for c in on_kv_format(list(grid.values()), kv_format)}
     index = torch.cuda.current_device()
     for name in names or list(grid):
         name, fields = parse_case_overrides(name)

@@ -11,7 +11,8 @@ its axes).
 
     PYTHONPATH=. python3 bench/retune_shipped.py --out DIR --db DB [--reps N] [--open A=V,V] [CASE]
     python3 bench/retune_shipped.py --record --out DIR --db DB
-    (--family dense|sparse: only that family's cases)
+    (--family dense|sparse: only that family's cases; --kv-format F: the dense cases on cache
+    format F, the configs shipped for it)
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from kgen.arch import resolve_arch  # noqa: E402
 from kgen.mla import Config, SparseConfig, SparseSpec  # noqa: E402
 from kgen.mla.heuristic import default_config  # noqa: E402
 from kgen.mla.tuning import TuningDB  # noqa: E402
-from kgen.tune.space import FIT_ARCHS, Axes, load_grid  # noqa: E402
+from kgen.tune.space import FIT_ARCHS, Axes, load_grid, on_kv_format  # noqa: E402
 from kgen.tune.sparse_space import SparseAxes  # noqa: E402
 from kgen.tune.sweep import SweepOptions, compile_space, record_best, run_sweep  # noqa: E402
 
@@ -120,10 +121,15 @@ def main() -> int:
     parser.add_argument("--record", action="store_true", help="record --out's results only")
     parser.add_argument("--family", choices=("dense", "sparse"), help="only this family's cases")
     parser.add_argument("--open", action="append", default=[], help="AXIS=V,V: axis values")
+    parser.add_argument(
+        "--kv-format", help="the dense cases on this cache format: the configs shipped for it"
+    )
     args = parser.parse_args()
     opened = parse_open(args.open)
     grid = {c.name: c for c in load_grid()}
-    configs = shipped_configs()
+    if args.kv_format:
+        grid = {c.name: c for c in on_kv_format(list(grid.values()), args.kv_format)}
+    configs = shipped_configs(args.kv_format)
     names = args.cases or [
         n
         for n, config in configs.items()

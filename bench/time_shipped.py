@@ -42,6 +42,7 @@ from kgen.tune.family import FAMILIES  # noqa: E402
 from kgen.tune.space import (  # noqa: E402
     case_from_dict,
     load_grid,
+    on_kv_format,
     parse_case_overrides,
     parse_fields,
 )
@@ -151,11 +152,7 @@ def main() -> int:
     if args.kv_format:
         if args.torch or args.gather:
             parser.error("--kv-format times kgen's kernels: not with --torch or --gather")
-        grid = {
-            n: dataclasses.replace(c, spec=dataclasses.replace(c.spec, kv_format=args.kv_format))
-            for n, c in grid.items()
-            if not isinstance(c.spec, SparseSpec) and c.spec.dtype != "float32"
-        }
+        grid = {c.name: c for c in on_kv_format(list(grid.values()), args.kv_format)}
     configs = shipped_configs(args.kv_format)
     arch, sms = resolve_arch("native"), device.sm_count(0)
     names = args.cases or list(grid)

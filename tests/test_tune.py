@@ -568,6 +568,17 @@ class InterruptedExecutor(StubExecutor):
         self.closed = True
 
 
+def test_on_kv_format_puts_the_dense_16_bit_cases_on_the_format():
+    from kgen.tune.space import on_kv_format
+
+    grid = load_grid()
+    fp8 = on_kv_format(grid, "fp8_tensor")
+    dense16 = [c for c in grid if isinstance(c.spec, Spec) and c.spec.dtype != "float32"]
+    assert [c.name for c in fp8] == [c.name for c in dense16] and fp8
+    assert all(c.spec.kv_format == "fp8_tensor" for c in fp8)
+    assert [replace(c, spec=replace(c.spec, kv_format="dtype")) for c in fp8] == dense16
+
+
 def test_a_short_sweep_budget_still_times_variants_of_its_first_cases():
     """--seconds shares what is left among the cases still to start; the per-case reserve for
     baseline and graph replays takes at most half a share, so a budget short for its cases leaves

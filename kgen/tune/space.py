@@ -154,6 +154,16 @@ def load_grid(path: str | Path | None = None, family: str | None = None) -> list
     return [c for c in cases if family in (None, family_of(c.spec).name)]
 
 
+def on_kv_format(cases: list[Case], kv_format: str) -> list[Case]:
+    """The dense 16-bit `cases` with their cache in `kv_format` (an fp8 row of
+    kgen.mla.kv_format): the grid's shapes on an fp8 cache, as `--kv-format` takes them."""
+    return [
+        replace(c, spec=replace(c.spec, kv_format=kv_format))
+        for c in cases
+        if not isinstance(c.spec, SparseSpec) and c.spec.dtype != "float32"
+    ]
+
+
 def _check_case(c) -> None:
     """Raise ValueError naming the first key of grid entry `c` that is missing, unknown, of the
     wrong type or out of range (the Spec checks the rest)."""
