@@ -232,3 +232,38 @@ def test_the_read_only_gather_addresses_each_list_as_its_format_lays_rows_out(na
         else:
             assert layout == RowLayout(41, page_size, 656)
     assert gather.bytes == w.listed() * fmt.token_bytes
+
+
+def test_the_gather_builds_its_kernels_at_the_first_call_and_launches_each_list(monkeypatch):
+    """The timed call launches prebuilt kernels: each list's is built (and looked up) once."""
+    import dataclasses
+
+    import torch
+
+    from kgen.tune import gather as gather_module
+    from kgen.tune.space import load_grid
+    from kgen.tune.sparse_trials import bench_workload
+
+    built, launched = [], []
+
+    class Kernel:
+        def __init__(self, layout):
+            self.layout = layout
+
+        def launch(self, grid, block, args, stream, device):
+            launched.append((self.layout, grid))
+
+    def module(layout):
+        built.append(layout)
+        return {"read_rows": Kernel(layout)}
+
+    monkeypatch.setattr(gather_module, "_module", module)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: type("S", (), {"cuda_stream": 0}))
+    (case,) = [c for c in load_grid(family="sparse") if c.name == "dsv4-h16-k1024-t3-b32"]
+    case = dataclasses.replace(case, batch=2, prefix=min(case.prefix, 3000))
+    gather = gather_module.read_rows(bench_workload(case, torch.device("cpu"), seed=1))
+    expected = [(layout, grid) for layout, grid, _, _ in gather.launches]
+    gather()
+    gather()
+    assert built == [layout for layout, _ in expected]
+    assert launched == expected * 2

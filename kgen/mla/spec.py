@@ -102,7 +102,7 @@ class Spec(AttentionShape, Params):
 
     def to_dict(self) -> dict:
         data = super().to_dict()
-        if data["kv_format"] == "dtype":  # the keys of every spec before fp8 caches
+        if data["kv_format"] == "dtype":  # a 16-bit cache: the key its tuning entries are under
             del data["kv_format"]
         return data
 

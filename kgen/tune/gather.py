@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 import torch
@@ -59,11 +59,13 @@ class Gather:
     device: int
     sink: torch.Tensor
     bytes: int
+    kernels: list = field(default_factory=list)  # each launch's kernel, built at the first call
 
     def __call__(self) -> None:
+        if not self.kernels:  # built here, not in read_rows, which runs without a GPU too
+            self.kernels = [_module(layout)["read_rows"] for layout, *_ in self.launches]
         stream = torch.cuda.current_stream().cuda_stream
-        for layout, grid, args, _ in self.launches:
-            kernel = _module(layout)["read_rows"]
+        for kernel, (_, grid, args, _) in zip(self.kernels, self.launches, strict=True):
             kernel.launch(grid, (THREADS, 1, 1), args, stream=stream, device=self.device)
 
 
