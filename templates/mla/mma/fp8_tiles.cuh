@@ -58,30 +58,54 @@ struct TileCopy {
   }
 };
 
+// One 16-byte chunk of the tile: chunk c of position n of the landed raw stage, widened (its
+// scale multiplied in where the format keeps one a group).
+__device__ __forceinline__ uint4 widen_chunk(const unsigned char* row, int c) {
+  constexpr int E4M3_CHUNKS = E4M3_DIMS / 8;  // 8 e4m3 values (8 bytes) -> one 16-byte chunk
+  if (E4M3_CHUNKS == CHUNKS || c < E4M3_CHUNKS) {
+    const uint2 w = *reinterpret_cast<const uint2*>(row + c * 8);
+    if constexpr (TENSOR_SCALE) {
+      const uint2 lo = widen_quad(w.x), hi = widen_quad(w.y);
+      return make_uint4(lo.x, lo.y, hi.x, hi.y);
+    } else {
+      const float scale = *reinterpret_cast<const float*>(row + SCALES_OFFSET + c * 8 / SCALE_GROUP * 4);
+      const uint2 lo = scaled_quad(w.x, scale), hi = scaled_quad(w.y, scale);
+      return make_uint4(lo.x, lo.y, hi.x, hi.y);
+    }
+  }
+  return rope_words(*reinterpret_cast<const uint4*>(row + ROPE_OFFSET + (c - E4M3_CHUNKS) * 16));
+}
+
 // The landed raw stage -> the 16-bit tile `wide`, block-wide, once every warp is done with the
 // previous tile (the loop's barrier); returns `wide` after a barrier, so every warp reads it whole.
 // A position past the end was copied as zeros and widens to zeros (no 0 * Inf in P.V).
+// Eight threads take a group of 8 chunks of one position (64 raw bytes read, one swizzled 128-byte
+// group written: no bank conflicts). Where the groups a pass takes (PER_PASS) and the tile's
+// positions divide one another, a thread keeps its position or steps by a constant, so each pass
+// adds compile-time offsets to one address; otherwise the position and group are computed.
 __device__ __forceinline__ T* widen_tile(const T* stage, T* wide) {
-  constexpr int E4M3_CHUNKS = E4M3_DIMS / 8;  // 8 e4m3 values (8 bytes) -> one 16-byte chunk
   const unsigned char* raw = reinterpret_cast<const unsigned char*>(stage);
-  for (int idx = threadIdx.x; idx < BLOCK_N * CHUNKS; idx += NUM_THREADS) {
-    const int n = idx / CHUNKS, c = idx % CHUNKS;
-    const unsigned char* row = raw + n * KV_ROW_BYTES;
-    uint4 v;
-    if (E4M3_CHUNKS == CHUNKS || c < E4M3_CHUNKS) {
-      const uint2 w = *reinterpret_cast<const uint2*>(row + c * 8);
-      if constexpr (TENSOR_SCALE) {
-        const uint2 lo = widen_quad(w.x), hi = widen_quad(w.y);
-        v = make_uint4(lo.x, lo.y, hi.x, hi.y);
-      } else {
-        const float scale = *reinterpret_cast<const float*>(row + SCALES_OFFSET + c * 8 / SCALE_GROUP * 4);
-        const uint2 lo = scaled_quad(w.x, scale), hi = scaled_quad(w.y, scale);
-        v = make_uint4(lo.x, lo.y, hi.x, hi.y);
-      }
+  constexpr int GROUPS = CHUNKS / 8, UNITS = BLOCK_N * GROUPS;  // (position, group of 8 chunks)
+  constexpr int PER_PASS = NUM_THREADS / 8, PASSES = (UNITS + PER_PASS - 1) / PER_PASS;
+  static_assert(CHUNKS % 8 == 0, "a row's chunks in whole groups of 8");
+  const int j = threadIdx.x % 8, u0 = threadIdx.x / 8;
+#pragma unroll 3
+  for (int k = 0; k < PASSES; ++k) {
+    int n, q;  // the position and the group of unit u0 + k * PER_PASS
+    if constexpr (PER_PASS % BLOCK_N == 0) {
+      n = u0 % BLOCK_N;
+      q = u0 / BLOCK_N + k * (PER_PASS / BLOCK_N);
+    } else if constexpr (BLOCK_N % PER_PASS == 0) {
+      n = u0 + k % (BLOCK_N / PER_PASS) * PER_PASS;
+      q = k / (BLOCK_N / PER_PASS);
     } else {
-      v = rope_words(*reinterpret_cast<const uint4*>(row + ROPE_OFFSET + (c - E4M3_CHUNKS) * 16));
+      n = (u0 + k * PER_PASS) % BLOCK_N;
+      q = (u0 + k * PER_PASS) / BLOCK_N;
     }
-    *reinterpret_cast<uint4*>(wide + tile_at(n, c)) = v;
+    if (UNITS % PER_PASS == 0 || q < GROUPS) {
+      const uint4 v = widen_chunk(raw + n * KV_ROW_BYTES, q * 8 + j);
+      *reinterpret_cast<uint4*>(wide + n * ROW_ELEMS + chunk_slot(q * 8, j, n % 8) * 8) = v;
+    }
   }
   __syncthreads();
   return wide;
