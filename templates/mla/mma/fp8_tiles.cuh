@@ -58,22 +58,36 @@ struct TileCopy {
   }
 };
 
-// One 16-byte chunk of the tile: chunk c of position n of the landed raw stage, widened (its
-// scale multiplied in where the format keeps one a group).
-__device__ __forceinline__ uint4 widen_chunk(const unsigned char* row, int c) {
-  constexpr int E4M3_CHUNKS = E4M3_DIMS / 8;  // 8 e4m3 values (8 bytes) -> one 16-byte chunk
+constexpr int E4M3_CHUNKS = E4M3_DIMS / 8;  // 8 e4m3 values (8 bytes) -> one 16-byte chunk
+
+// Chunk c of a position of the landed raw stage as read: its e4m3 bytes (w.x, w.y) and, where the
+// format keeps one a group, their scale; or 8 rope values (w).
+struct RawChunk {
+  uint4 w;
+  float scale = 1.0f;
+};
+
+__device__ __forceinline__ RawChunk read_chunk(const unsigned char* row, int c) {
+  RawChunk r;
   if (E4M3_CHUNKS == CHUNKS || c < E4M3_CHUNKS) {
     const uint2 w = *reinterpret_cast<const uint2*>(row + c * 8);
-    if constexpr (TENSOR_SCALE) {
-      const uint2 lo = widen_quad(w.x), hi = widen_quad(w.y);
-      return make_uint4(lo.x, lo.y, hi.x, hi.y);
-    } else {
-      const float scale = *reinterpret_cast<const float*>(row + SCALES_OFFSET + c * 8 / SCALE_GROUP * 4);
-      const uint2 lo = scaled_quad(w.x, scale), hi = scaled_quad(w.y, scale);
-      return make_uint4(lo.x, lo.y, hi.x, hi.y);
-    }
+    r.w = make_uint4(w.x, w.y, 0u, 0u);
+    if constexpr (!TENSOR_SCALE) r.scale = *reinterpret_cast<const float*>(row + SCALES_OFFSET + c * 8 / SCALE_GROUP * 4);
+  } else {
+    r.w = *reinterpret_cast<const uint4*>(row + ROPE_OFFSET + (c - E4M3_CHUNKS) * 16);
   }
-  return rope_words(*reinterpret_cast<const uint4*>(row + ROPE_OFFSET + (c - E4M3_CHUNKS) * 16));
+  return r;
+}
+
+// Chunk c widened to a 16-byte chunk of the tile (its scale multiplied in where the format keeps
+// one a group).
+__device__ __forceinline__ uint4 widen_chunk(const RawChunk& r, int c) {
+  if (E4M3_CHUNKS == CHUNKS || c < E4M3_CHUNKS) {
+    const uint2 lo = TENSOR_SCALE ? widen_quad(r.w.x) : scaled_quad(r.w.x, r.scale);
+    const uint2 hi = TENSOR_SCALE ? widen_quad(r.w.y) : scaled_quad(r.w.y, r.scale);
+    return make_uint4(lo.x, lo.y, hi.x, hi.y);
+  }
+  return rope_words(r.w);
 }
 
 // The landed raw stage -> the 16-bit tile `wide`, block-wide, once every warp is done with the
@@ -83,29 +97,42 @@ __device__ __forceinline__ uint4 widen_chunk(const unsigned char* row, int c) {
 // group written: no bank conflicts). Where the groups a pass takes (PER_PASS) and the tile's
 // positions divide one another, a thread keeps its position or steps by a constant, so each pass
 // adds compile-time offsets to one address; otherwise the position and group are computed.
+// A thread reads BATCH chunks before it widens and stores any: the compiler cannot move a read
+// above a store to the same shared memory, so read-convert-store a chunk at a time waits out each
+// read's latency. A chunk is stored in one 16-byte store (the tile's chunks are 16-byte aligned).
 __device__ __forceinline__ T* widen_tile(const T* stage, T* wide) {
   const unsigned char* raw = reinterpret_cast<const unsigned char*>(stage);
   constexpr int GROUPS = CHUNKS / 8, UNITS = BLOCK_N * GROUPS;  // (position, group of 8 chunks)
   constexpr int PER_PASS = NUM_THREADS / 8, PASSES = (UNITS + PER_PASS - 1) / PER_PASS;
+  constexpr int BATCH = 3;
   static_assert(CHUNKS % 8 == 0, "a row's chunks in whole groups of 8");
   const int j = threadIdx.x % 8, u0 = threadIdx.x / 8;
-#pragma unroll 3
-  for (int k = 0; k < PASSES; ++k) {
-    int n, q;  // the position and the group of unit u0 + k * PER_PASS
-    if constexpr (PER_PASS % BLOCK_N == 0) {
-      n = u0 % BLOCK_N;
-      q = u0 / BLOCK_N + k * (PER_PASS / BLOCK_N);
-    } else if constexpr (BLOCK_N % PER_PASS == 0) {
-      n = u0 + k % (BLOCK_N / PER_PASS) * PER_PASS;
-      q = k / (BLOCK_N / PER_PASS);
-    } else {
-      n = (u0 + k * PER_PASS) % BLOCK_N;
-      q = (u0 + k * PER_PASS) / BLOCK_N;
+#pragma unroll 1
+  for (int k0 = 0; k0 < PASSES; k0 += BATCH) {
+    RawChunk r[BATCH];
+    int n[BATCH], q[BATCH];  // the position and the group of unit u0 + k * PER_PASS
+#pragma unroll
+    for (int b = 0; b < BATCH; ++b) {
+      const int k = k0 + b;
+      if constexpr (PER_PASS % BLOCK_N == 0) {
+        n[b] = u0 % BLOCK_N;
+        q[b] = u0 / BLOCK_N + k * (PER_PASS / BLOCK_N);
+      } else if constexpr (BLOCK_N % PER_PASS == 0) {
+        n[b] = u0 + k % (BLOCK_N / PER_PASS) * PER_PASS;
+        q[b] = k / (BLOCK_N / PER_PASS);
+      } else {
+        n[b] = (u0 + k * PER_PASS) % BLOCK_N;
+        q[b] = (u0 + k * PER_PASS) / BLOCK_N;
+      }
+      if ((PASSES % BATCH == 0 || k < PASSES) && (UNITS % PER_PASS == 0 || q[b] < GROUPS))
+        r[b] = read_chunk(raw + n[b] * KV_ROW_BYTES, q[b] * 8 + j);
     }
-    if (UNITS % PER_PASS == 0 || q < GROUPS) {
-      const uint4 v = widen_chunk(raw + n * KV_ROW_BYTES, q * 8 + j);
-      *reinterpret_cast<uint4*>(wide + n * ROW_ELEMS + chunk_slot(q * 8, j, n % 8) * 8) = v;
-    }
+#pragma unroll
+    for (int b = 0; b < BATCH; ++b)
+      if ((PASSES % BATCH == 0 || k0 + b < PASSES) && (UNITS % PER_PASS == 0 || q[b] < GROUPS)) {
+        T* chunk = wide + n[b] * ROW_ELEMS + chunk_slot(q[b] * 8, j, n[b] % 8) * 8;
+        *static_cast<uint4*>(__builtin_assume_aligned(chunk, 16)) = widen_chunk(r[b], q[b] * 8 + j);
+      }
   }
   __syncthreads();
   return wide;
