@@ -107,6 +107,10 @@ __device__ __forceinline__ T* widen_tile(const T* stage, T* wide) {
   constexpr int BATCH = 3;
   static_assert(CHUNKS % 8 == 0, "a row's chunks in whole groups of 8");
   const int j = threadIdx.x % 8, u0 = threadIdx.x / 8;
+  // Whether pass k exists and its unit's group q is one of the row's.
+  const auto live = [](int k, int q) {
+    return (PASSES % BATCH == 0 || k < PASSES) && (UNITS % PER_PASS == 0 || q < GROUPS);
+  };
 #pragma unroll 1
   for (int k0 = 0; k0 < PASSES; k0 += BATCH) {
     RawChunk r[BATCH];
@@ -124,12 +128,11 @@ __device__ __forceinline__ T* widen_tile(const T* stage, T* wide) {
         n[b] = (u0 + k * PER_PASS) % BLOCK_N;
         q[b] = (u0 + k * PER_PASS) / BLOCK_N;
       }
-      if ((PASSES % BATCH == 0 || k < PASSES) && (UNITS % PER_PASS == 0 || q[b] < GROUPS))
-        r[b] = read_chunk(raw + n[b] * KV_ROW_BYTES, q[b] * 8 + j);
+      if (live(k, q[b])) r[b] = read_chunk(raw + n[b] * KV_ROW_BYTES, q[b] * 8 + j);
     }
 #pragma unroll
     for (int b = 0; b < BATCH; ++b)
-      if ((PASSES % BATCH == 0 || k0 + b < PASSES) && (UNITS % PER_PASS == 0 || q[b] < GROUPS)) {
+      if (live(k0 + b, q[b])) {
         T* chunk = wide + n[b] * ROW_ELEMS + chunk_slot(q[b] * 8, j, n[b] % 8) * 8;
         *static_cast<uint4*>(__builtin_assume_aligned(chunk, 16)) = widen_chunk(r[b], q[b] * 8 + j);
       }
