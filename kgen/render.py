@@ -45,6 +45,8 @@ C_TYPES = {  # the C spellings a generated struct field may have, by ctypes type
 C_POINTEES = (
     "const T",
     "T",
+    "const QT",  # q's and out's type where it differs from the tiles' T
+    "QT",
     "const int",
     "int",
     "float",

@@ -1,7 +1,9 @@
 """Every fp8 spec (both formats) has a heuristic default on the mma path that compiles (CPU
 only) for sm_90 and sm_120 without spills and within sm_120's 99 KB of shared memory a block; its
 rendered source reads the raw stages and widens them (no kernel reads e4m3 bytes as 16-bit
-values), and the layout model's shared memory is the compiled kernel's."""
+values) into float16 tiles for bfloat16 q on "fp8_tensor" (one conversion a pair: kgen.mla.program.
+tile_dtype) and bfloat16 ones on DeepSeek-V3.2's rows, and the layout model's shared memory is the
+compiled kernel's."""
 
 from __future__ import annotations
 
@@ -32,7 +34,9 @@ def test_the_default_compiles_without_spills_within_99_kb(spec, arch_name):
     assert resources.dynamic_smem == layout_for(spec, config, arch).dynamic_smem
     assert resources.dynamic_smem <= SMEM_LIMIT, resources
     source = DENSE.render(spec, config, arch).source
-    assert "widen_tile(tile, wide)" in source and "with_k_scale(params)" in source
+    assert "widen_tile(tile, wide)" in source and "with_scales(params, q_mul)" in source
+    tile = "__half" if spec.kv_format == "fp8_tensor" else "__nv_bfloat16"
+    assert f"using T = {tile};" in source and "using QT = __nv_bfloat16;" in source
     group = 0 if spec.kv_format == "fp8_tensor" else 128  # V3.2's rows: a scale a 128 values
     assert f"constexpr int SCALE_GROUP = {group};" in source
 

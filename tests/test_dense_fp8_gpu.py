@@ -1,13 +1,16 @@
 """Dense MLA on an fp8 cache on the GPU, against the float64 reference computed on the
 dequantized cache (kgen.mla.dequantize_fp8: exactly the values the kernel is to read), at the
 16-bit tolerances: both formats ("fp8_tensor" with its k_scale, DeepSeek-V3.2's "fp8"), every
-mask, odd page sizes and lengths, the configs the rules allow; and a k_scale that is not finite
-and positive refused by validate=True or confined to the call's outputs."""
+mask, odd page sizes and lengths, the configs the rules allow; bfloat16 q far outside float16's
+range on "fp8_tensor" (multiplied in float16); and a k_scale that is not finite and positive
+refused by validate=True or confined to the call's outputs."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -83,6 +86,39 @@ def test_the_default_config_and_the_one_call_form_match_the_reference(
         w.q, cache, w.block_table, w.seq_lens, w.mask, w.scale, k_scale=k_scale
     )
     check_attention(*to_numpy(out, lse), *reference_for(w), spec.dtype)
+
+
+@pytest.mark.parametrize(
+    "heads, q_len, mask, powers",
+    [
+        (16, 1, "none", [20] * 16),  # every value past float16's largest: the scale brings it in
+        (16, 1, "none", [-24] * 16),  # every value below float16's smallest normal
+        (128, 1, "none", [8, -8, 0, 4, -4, 2, -2, 6] * 16),  # heads 2^16 apart in one block
+        (16, 4, "tree", [12, -12, 0, 3] * 4),
+    ],
+)
+def test_bfloat16_q_out_of_float16s_range_matches_the_reference(heads, q_len, mask, powers):
+    """bfloat16 q over an "fp8_tensor" cache is multiplied in float16 (kgen.mla.program.tile_dtype),
+    brought into its range by a power of two a block: head h's q times 2^powers[h] (the softmax
+    scale divided by the largest, so scores stay where float32 keeps them) matches the reference;
+    an Inf in one head's q reaches only that head's rows."""
+    spec = Spec(heads=heads, q_len=q_len, mask=mask, page_size=64, kv_format="fp8_tensor")
+    w, cache, k_scale = fp8_workload(spec, [q_len, 77, 700], seed=heads + q_len)
+    factors = torch.tensor([2.0**e for e in powers], dtype=torch.float64)
+    w = dataclasses.replace(
+        w, q=(w.q.double() * factors.to(w.q.device)[:, None]).to(w.q.dtype),
+        scale=w.scale / 2.0 ** max(powers),
+    )  # fmt: skip
+    kernel = build(spec, default_config(spec, resolve_arch("native"), sm_count=132), "native")
+    ref = reference_for(w)
+    check_attention(*to_numpy(*run_fp8(kernel, w, cache, k_scale)), *ref, spec.dtype)
+    w.q[:, :, 1, 5] = math.inf
+    out, lse = to_numpy(*run_fp8(kernel, w, cache, k_scale))
+    others = [h for h in range(heads) if h != 1]
+    check_attention(
+        out[:, :, others], lse[:, :, others], ref[0][:, :, others], ref[1][:, :, others], spec.dtype
+    )
+    assert not np.isfinite(out[:, :, 1]).all()
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, 0.0])

@@ -119,7 +119,8 @@ def test_the_fp8_struct_extends_the_16_bit_one_field_by_field():
     assert FP8KernelParams._fields_[-1] == ("k_scale", ctypes.c_void_p)
     from kgen.compiler import CompileError, compile_cubin
 
-    source = "using T = float;\n" + FP8_PARAMS.cpp() + "\n" + FP8_PARAMS.offset_checks() + "\n"
+    struct = FP8_PARAMS.cpp() + "\n" + FP8_PARAMS.offset_checks()
+    source = "using T = float;\nusing QT = float;\n" + struct + "\n"
     compile_cubin(
         source + 'extern "C" __global__ void k(Params p) { *p.lse = *p.k_scale; }', "sm_90"
     )

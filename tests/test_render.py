@@ -92,7 +92,8 @@ def test_generated_params_struct_matches_ctypes_field_by_field():
     from kgen.compiler import compile_cubin
     from kgen.mla.program import PARAMS
 
-    source = "using T = float;\n" + PARAMS.cpp() + "\n" + PARAMS.offset_checks() + "\n"
+    types = "using T = float;\nusing QT = float;\n"
+    source = types + PARAMS.cpp() + "\n" + PARAMS.offset_checks() + "\n"
     compile_cubin(source + 'extern "C" __global__ void k(Params p) { *p.lse = 0.f; }', "sm_120")
     swapped = PARAMS.offset_checks().replace("== 0,", "== 8,", 1)  # a wrong offset must fail
     with pytest.raises(CompileError, match="static assertion failed"):

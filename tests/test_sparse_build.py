@@ -250,7 +250,7 @@ def test_the_template_binds_the_layout():
 
 
 def test_params_struct_offsets_match_ctypes():
-    source = "using T = float;\n" + PARAMS.cpp()
+    source = "using T = float;\nusing QT = float;\n" + PARAMS.cpp()
     compile_cubin(source + "\n" + PARAMS.offset_checks() + "\n", "sm_120")
 
 

@@ -66,11 +66,11 @@ class FP8KernelParams(ctypes.Structure):
 
 
 _POINTEES = (
-    ("q", "const T"),
+    ("q", "const QT"),
     ("block_table", "const int"),
     ("seq_lens", "const int"),
     ("mask", "const unsigned long long"),
-    ("out", "T"),
+    ("out", "QT"),
     ("lse", "float"),
     ("ws_o", "float"),
     ("ws_lse", "float"),
@@ -95,9 +95,12 @@ def params_type(spec: Spec) -> type[ctypes.Structure]:
 
 
 def shape_values(spec, config, rows: int, params: CStruct) -> dict:
-    """The values every MLA template binds (both families): the op's shape and the block's."""
+    """The values every MLA template binds (both families): the op's shape and the block's. `dtype`
+    is the type of the kernel's tiles and MMAs, q_dtype q's and out's (the same unless a family
+    changes dtype: _op_values)."""
     return {
         "dtype": CType.from_dtype(spec.dtype),
+        "q_dtype": CType.from_dtype(spec.dtype),
         "heads": spec.heads,
         "q_len": spec.q_len,
         "latent_dim": spec.latent_dim,
@@ -118,11 +121,29 @@ def _op_values(spec: Spec, config: Config, rows: int) -> dict:
     mask = "none" if spec.masks_nothing else spec.mask
     return {
         **shape_values(spec, config, rows, params_struct(spec)),
+        "dtype": CType.from_dtype(tile_dtype(spec, config)),
         "mask_kind": MASK_KINDS[mask],
         "token_groups": config.token_groups,
         "kv_fp8": spec.format is not None,
         **format_values(spec),
     }
+
+
+def tile_dtype(spec: Spec, config: Config) -> str:
+    """The type of the kernel's tiles and MMAs: q's dtype, except that an all-e4m3 cache with one
+    scale for the tensor is multiplied in float16 when q is bfloat16. e4m3 widens to float16 in
+    one conversion a pair and to bfloat16 in about five (through float32), and q, scaled by a power
+    of two a block into float16's range, loses no bit (templates/mla/mma/fp8_tiles.cuh, q_scale;
+    docs/decisions.md: the float16 route)."""
+    fmt = spec.format
+    f16_route = (
+        config.compute == "mma"
+        and spec.dtype == "bfloat16"
+        and fmt is not None
+        and fmt.tensor_scale
+        and fmt.e4m3_dims == spec.head_dim
+    )
+    return "float16" if f16_route else spec.dtype
 
 
 def format_values(spec: Spec) -> dict:

@@ -145,11 +145,11 @@ __device__ void merge_piece(const Params& p, int b, int num_splits, int r0, int 
         __syncthreads();
       }
       if (active && slice == 0 && (!RAGGED || row_real(q0 + r))) {
-        T* o = out_row(p, b, q0 + r) + d;
-        o[0] = kgen::from_float<T>(acc.x);
-        o[1] = kgen::from_float<T>(acc.y);
-        o[2] = kgen::from_float<T>(acc.z);
-        o[3] = kgen::from_float<T>(acc.w);
+        QT* o = out_row(p, b, q0 + r) + d;
+        o[0] = kgen::from_float<QT>(acc.x);
+        o[1] = kgen::from_float<QT>(acc.y);
+        o[2] = kgen::from_float<QT>(acc.z);
+        o[3] = kgen::from_float<QT>(acc.w);
       }
     }
     __syncthreads();

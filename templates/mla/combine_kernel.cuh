@@ -91,10 +91,10 @@ extern "C" __global__ void __launch_bounds__(mla::COMBINE_THREADS, mla::COMBINE_
 {% else %}
   const float inv = seen ? 1.f / all.l : 0.f;
 {% endif %}
-  T* o = out_row(p, b, r) + d;
-  o[0] = kgen::from_float<T>(seen ? all.acc.x * inv : 0.f);
-  o[1] = kgen::from_float<T>(seen ? all.acc.y * inv : 0.f);
-  o[2] = kgen::from_float<T>(seen ? all.acc.z * inv : 0.f);
-  o[3] = kgen::from_float<T>(seen ? all.acc.w * inv : 0.f);
+  QT* o = out_row(p, b, r) + d;
+  o[0] = kgen::from_float<QT>(seen ? all.acc.x * inv : 0.f);
+  o[1] = kgen::from_float<QT>(seen ? all.acc.y * inv : 0.f);
+  o[2] = kgen::from_float<QT>(seen ? all.acc.z * inv : 0.f);
+  o[3] = kgen::from_float<QT>(seen ? all.acc.w * inv : 0.f);
   if (d == 0) *lse_at(p, b, r) = seen ? (all.m + log2f(all.l)) * LN2 : -CUDART_INF_F;
 }

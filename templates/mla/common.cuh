@@ -43,10 +43,10 @@ __device__ __forceinline__ int row_head(int r) { return head_group() * HEADS_PER
 __device__ __forceinline__ bool row_real(int r) {
   return r < ROWS && (!HEAD_RAGGED || row_head(r) < HEADS) && (!TOKEN_RAGGED || row_token(r) < Q_LEN);
 }
-__device__ __forceinline__ const T* q_row(const Params& p, int b, int r) {
+__device__ __forceinline__ const QT* q_row(const Params& p, int b, int r) {
   return p.q + b * p.q_sb + row_token(r) * p.q_st + row_head(r) * p.q_sh;
 }
-__device__ __forceinline__ T* out_row(const Params& p, int b, int r) {
+__device__ __forceinline__ QT* out_row(const Params& p, int b, int r) {
   return p.out + b * p.o_sb + row_token(r) * p.o_st + row_head(r) * p.o_sh;
 }
 __device__ __forceinline__ float* lse_at(const Params& p, int b, int r) {

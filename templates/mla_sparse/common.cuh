@@ -25,10 +25,10 @@ __device__ __forceinline__ int row_head(int r) { return head_group() * HEADS_PER
 // A row of the block that is a head (padding rows past ROWS, and in a ragged last group rows
 // past HEADS, are not).
 __device__ __forceinline__ bool row_real(int r) { return r < ROWS && (!RAGGED || row_head(r) < HEADS); }
-__device__ __forceinline__ const T* q_row(const Params& p, int bt, int r) {
+__device__ __forceinline__ const QT* q_row(const Params& p, int bt, int r) {
   return p.q + (bt / Q_LEN) * p.q_sb + (bt % Q_LEN) * p.q_st + row_head(r) * p.q_sh;
 }
-__device__ __forceinline__ T* out_row(const Params& p, int bt, int r) {
+__device__ __forceinline__ QT* out_row(const Params& p, int bt, int r) {
   return p.out + (bt / Q_LEN) * p.o_sb + (bt % Q_LEN) * p.o_st + row_head(r) * p.o_sh;
 }
 __device__ __forceinline__ float* lse_at(const Params& p, int bt, int r) {

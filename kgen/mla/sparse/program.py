@@ -75,10 +75,10 @@ class V4Params(ctypes.Structure):
 
 
 _POINTEES = (
-    ("q", "const T"),
+    ("q", "const QT"),
     ("kv", "const unsigned char"),
     ("indices", "const int"),
-    ("out", "T"),
+    ("out", "QT"),
     ("lse", "float"),
     ("ws_o", "float"),
     ("ws_lse", "float"),

@@ -43,6 +43,9 @@
 namespace mla {
 
 using Mma = kgen::MmaType<T>;
+// Whether q (and out) differ from the MMAs' type: bfloat16 q over float16 MMAs, on an fp8 cache
+// that widens to float16 in one conversion a pair (kgen.mla.program.tile_dtype).
+constexpr bool Q_CONVERTED = Mma::EXPONENT != kgen::MmaType<QT>::EXPONENT;
 
 constexpr int NUM_THREADS = NUM_WARPS * 32;
 constexpr int ROLE_WARPS = SPECIALIZE ? NUM_WARPS / 2 : NUM_WARPS;  // the warps of one role
@@ -583,10 +586,19 @@ __device__ __forceinline__ void pv_tile(const T* tile, const PFrags& pa, Accum& 
   }
 }
 
+// A pair of q values (one 32-bit word of QT's) as T's: as they are where q is in T, else
+// (bfloat16 q over float16 MMAs) times the block's power of two q_mul (q_scale), exactly.
+__device__ __forceinline__ unsigned q_pair(unsigned w, float q_mul) {
+  if constexpr (!Q_CONVERTED) return w;
+  const float2 f = kgen::MmaType<QT>::unpack(w);
+  return Mma::pack(f.x * q_mul, f.y * q_mul);
+}
+
 // q: this warp's A fragments of its first Q_REG_STEPS k steps in registers (zeros where
 // `fragments` is false: a warp that computes no q.K^T), the block's rows' columns from Q_SMEM_COL
-// on in shared memory (padding rows are zeros).
-__device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_s, const Lane& ln, bool fragments = true) {
+// on in shared memory (padding rows are zeros); as T's (q_pair).
+__device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_s, const Lane& ln, bool fragments = true,
+                                       float q_mul = 1.f) {
   // One address a row pair, the k steps at immediate offsets (an address computed a load cost
   // the B = 1 kernels ~110 SASS instructions a warp on sm_90); the row 8 below from it where
   // the heads per block make that one stride. (A padding row's address is formed, never read.)
@@ -594,12 +606,12 @@ __device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_
 #pragma unroll
   for (int i = 0; i < WARP_M; ++i) {
     const int r0 = (ln.rg * WARP_M + i) * 16 + ln.g;
-    const T* top = q_row(p, b, r0) + 16 * ln.cg + 2 * ln.qd;
+    const QT* top = q_row(p, b, r0) + 16 * ln.cg + 2 * ln.qd;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = r0 + 8 * h;
       const bool real = fragments && row_real(r);
-      const T* at = h == 0 ? top
+      const QT* at = h == 0 ? top
                     : HEAD_STEP  ? top + 8 * p.q_sh
                     : TOKEN_STEP ? top + (8 / HEADS_PER_BLOCK) * p.q_st
                                  : q_row(p, b, r) + 16 * ln.cg + 2 * ln.qd;
@@ -609,7 +621,7 @@ __device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const bool inside = real && (K_STEPS % COL_GROUPS == 0 || kk * COL_GROUPS + ln.cg < K_STEPS);
-          qf[i][kk][h + 2 * half] = inside ? __ldg(row + 8 * COL_GROUPS * kk + 4 * half) : 0u;
+          qf[i][kk][h + 2 * half] = inside ? q_pair(__ldg(row + 8 * COL_GROUPS * kk + 4 * half), q_mul) : 0u;
         }
     }
   }
@@ -617,7 +629,8 @@ __device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_
     const int r = idx / Q_SMEM_CHUNKS, c = idx % Q_SMEM_CHUNKS;
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
     if (row_real(r)) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + Q_SMEM_COL + c * 8));
-    *reinterpret_cast<uint4*>(q_s + r * Q_ROW_ELEMS + c * 8) = v;
+    *reinterpret_cast<uint4*>(q_s + r * Q_ROW_ELEMS + c * 8) =
+        make_uint4(q_pair(v.x, q_mul), q_pair(v.y, q_mul), q_pair(v.z, q_mul), q_pair(v.w, q_mul));
   }
 }
 

@@ -2,7 +2,6 @@
 // the helpers of mla/mma/attention.cuh.
 
 {% if kv_fp8 == "true" %}extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_attention(const mla::Params params) {
-  const mla::Params p = mla::with_k_scale(params);  // K's scale in scale_log2
 {% else %}extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_attention(const mla::Params p) {
 {% endif %}  using namespace mla;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -14,13 +13,16 @@
   T* p_h = reinterpret_cast<T*>(smem + P_OFFSET);                      // SPLIT_SOFTMAX: P
   float* alpha_s = reinterpret_cast<float*>(smem + ROW_STATE_OFFSET);  // its rescale factors, then m
   float* l_s = alpha_s + M_TILES * 16;
-
+{% if kv_fp8 == "true" %}  const float q_mul = q_scale(params, blockIdx.z, reinterpret_cast<unsigned*>(scores));  // q into T
+  const Params p = with_scales(params, q_mul);  // K's scale and q's in scale_log2
+{% else %}  constexpr float q_mul = 1.f;  // q is in T
+{% endif %}
   const int split = blockIdx.y, num_splits = gridDim.y, b = blockIdx.z;
   const Lane ln;
   if (!PDL_COMBINE && num_splits > 1) note_started(p, b);
 
   QFrags qf;
-  load_q(p, b, qf, q_s, ln);
+  load_q(p, b, qf, q_s, ln, true, q_mul);
   if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;
   const Ring ring{reinterpret_cast<unsigned long long*>(smem + RING_OFFSET)};
   if (RING_SLACK && threadIdx.x == 0) ring.init();

@@ -13,12 +13,12 @@ __device__ __forceinline__ void write_row(const Params& p, int b, int r, long lo
   // store cost the B = 1 kernels ~60 instructions a warp); the workspace row as a 32-bit offset
   // from the split's first row.
   const int d0 = ln.cg * O_TILES * 8 + 2 * ln.qd;
-  T* const dst = out_row(p, b, r) + d0;
+  QT* const dst = out_row(p, b, r) + d0;
   float* const ws = p.ws_o + slot * LATENT_DIM + (r * LATENT_DIM + d0);
 #pragma unroll
   for (int j = 0; j < O_TILES; ++j) {
     const float x = fin.apply(o[j][2 * h]), y = fin.apply(o[j][2 * h + 1]);
-    if (num_splits == 1) *reinterpret_cast<unsigned*>(dst + 8 * j) = Mma::pack(x, y);
+    if (num_splits == 1) *reinterpret_cast<unsigned*>(dst + 8 * j) = kgen::MmaType<QT>::pack(x, y);
     else *reinterpret_cast<float2*>(ws + 8 * j) = make_float2(x, y);
   }
   if (ln.cg == 0 && ln.qd == 0) {
