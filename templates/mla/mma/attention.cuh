@@ -586,19 +586,62 @@ __device__ __forceinline__ void pv_tile(const T* tile, const PFrags& pa, Accum& 
   }
 }
 
-// A pair of q values (one 32-bit word of QT's) as T's: as they are where q is in T, else
-// (bfloat16 q over float16 MMAs) times the block's power of two q_mul (q_scale), exactly.
-__device__ __forceinline__ unsigned q_pair(unsigned w, float q_mul) {
-  if constexpr (!Q_CONVERTED) return w;
-  const float2 f = kgen::MmaType<QT>::unpack(w);
-  return Mma::pack(f.x * q_mul, f.y * q_mul);
+// bfloat16 q over float16 MMAs (Q_CONVERTED): the block's q as load_q left it (its words in qf,
+// this thread's chunks of q_s) times the power of two that puts its largest finite |q| in
+// [2^14, 2^15), in place; returns that power. Every bfloat16 value (8 significant bits) from 2^-14
+// of the scaled range up is then exact in float16 (11), and q.K (|e4m3| <= 448, 576 products)
+// stays far inside float32. One factor a block, not a row: a row 2^28 below the block's largest
+// keeps every bit, and what a weaker row loses is below 2^-39 of the largest. Inf and NaN stay
+// out of the max (they stay themselves and poison their own rows). Block-wide (a barrier); no
+// global read of its own, so it adds no memory latency to the kernel's start.
+__device__ float q_into_t(QFrags& qf, T* q_s, unsigned* scratch) {
+  static_assert(!Q_CONVERTED || (Mma::EXPONENT == 0x7c00 && kgen::MmaType<QT>::EXPONENT == 0x7f80),
+                "bfloat16 q over float16 MMAs");
+  unsigned top = 0;  // the largest finite |q| as bfloat16 bits (ordered as the magnitudes)
+  const auto take = [&top](unsigned w) {
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const unsigned a = (w >> (16 * k)) & 0x7fffu;
+      if (a < 0x7f80u) top = max(top, a);
+    }
+  };
+  unsigned* const words = reinterpret_cast<unsigned*>(qf);
+#pragma unroll
+  for (int k = 0; k < static_cast<int>(sizeof(QFrags) / 4); ++k) take(words[k]);
+  for (int idx = threadIdx.x; idx < M_TILES * 16 * Q_SMEM_CHUNKS; idx += NUM_THREADS) {
+    const uint4 v = *reinterpret_cast<const uint4*>(q_s + idx / Q_SMEM_CHUNKS * Q_ROW_ELEMS + idx % Q_SMEM_CHUNKS * 8);
+    take(v.x), take(v.y), take(v.z), take(v.w);
+  }
+  top = __reduce_max_sync(~0u, top);
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = top;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < NUM_WARPS; ++w) top = max(top, scratch[w]);
+  // top is 2^(e - 127) x 1.m, e its exponent field: 2^(141 - e) takes it into [2^14, 2^15). At
+  // most 2^100 (a block whose q is all below 2^-86), and 1 for all zeros.
+  const int shift = top == 0 ? 0 : min(141 - static_cast<int>(top >> 7), 100);
+  const float q_mul = __int_as_float((127 + shift) << 23);
+  const auto to_t = [q_mul](unsigned w) {
+    const float2 f = kgen::MmaType<QT>::unpack(w);
+    return Mma::pack(f.x * q_mul, f.y * q_mul);
+  };
+#pragma unroll
+  for (int k = 0; k < static_cast<int>(sizeof(QFrags) / 4); ++k) words[k] = to_t(words[k]);
+  for (int idx = threadIdx.x; idx < M_TILES * 16 * Q_SMEM_CHUNKS; idx += NUM_THREADS) {
+    uint4* const at = reinterpret_cast<uint4*>(q_s + idx / Q_SMEM_CHUNKS * Q_ROW_ELEMS + idx % Q_SMEM_CHUNKS * 8);
+    const uint4 v = *at;
+    *at = make_uint4(to_t(v.x), to_t(v.y), to_t(v.z), to_t(v.w));
+  }
+  return q_mul;
 }
 
 // q: this warp's A fragments of its first Q_REG_STEPS k steps in registers (zeros where
 // `fragments` is false: a warp that computes no q.K^T), the block's rows' columns from Q_SMEM_COL
-// on in shared memory (padding rows are zeros); as T's (q_pair).
-__device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_s, const Lane& ln, bool fragments = true,
-                                       float q_mul = 1.f) {
+// on in shared memory (padding rows are zeros). Where q is not in T (Q_CONVERTED), `scratch` (a
+// word a warp, free until the next barrier) serves q_into_t; returns q's factor (q_into_t: 1
+// where q is in T).
+__device__ __forceinline__ float load_q(const Params& p, int b, QFrags& qf, T* q_s, const Lane& ln, bool fragments = true,
+                                        unsigned* scratch = nullptr) {
   // One address a row pair, the k steps at immediate offsets (an address computed a load cost
   // the B = 1 kernels ~110 SASS instructions a warp on sm_90); the row 8 below from it where
   // the heads per block make that one stride. (A padding row's address is formed, never read.)
@@ -612,16 +655,16 @@ __device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_
       const int r = r0 + 8 * h;
       const bool real = fragments && row_real(r);
       const QT* at = h == 0 ? top
-                    : HEAD_STEP  ? top + 8 * p.q_sh
-                    : TOKEN_STEP ? top + (8 / HEADS_PER_BLOCK) * p.q_st
-                                 : q_row(p, b, r) + 16 * ln.cg + 2 * ln.qd;
+                     : HEAD_STEP  ? top + 8 * p.q_sh
+                     : TOKEN_STEP ? top + (8 / HEADS_PER_BLOCK) * p.q_st
+                                  : q_row(p, b, r) + 16 * ln.cg + 2 * ln.qd;
       const unsigned* row = reinterpret_cast<const unsigned*>(at);
 #pragma unroll
       for (int kk = 0; kk < Q_REG_STEPS; ++kk)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const bool inside = real && (K_STEPS % COL_GROUPS == 0 || kk * COL_GROUPS + ln.cg < K_STEPS);
-          qf[i][kk][h + 2 * half] = inside ? q_pair(__ldg(row + 8 * COL_GROUPS * kk + 4 * half), q_mul) : 0u;
+          qf[i][kk][h + 2 * half] = inside ? __ldg(row + 8 * COL_GROUPS * kk + 4 * half) : 0u;
         }
     }
   }
@@ -629,9 +672,10 @@ __device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_
     const int r = idx / Q_SMEM_CHUNKS, c = idx % Q_SMEM_CHUNKS;
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
     if (row_real(r)) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + Q_SMEM_COL + c * 8));
-    *reinterpret_cast<uint4*>(q_s + r * Q_ROW_ELEMS + c * 8) =
-        make_uint4(q_pair(v.x, q_mul), q_pair(v.y, q_mul), q_pair(v.z, q_mul), q_pair(v.w, q_mul));
+    *reinterpret_cast<uint4*>(q_s + r * Q_ROW_ELEMS + c * 8) = v;
   }
+  if constexpr (Q_CONVERTED) return q_into_t(qf, q_s, scratch);
+  return 1.f;
 }
 
 // P from shared memory (SPLIT_SOFTMAX).

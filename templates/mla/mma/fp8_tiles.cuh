@@ -149,43 +149,9 @@ struct WideRow {
   __device__ __forceinline__ T operator[](int d) const { return tile[tile_at(n, d / 8) + d % 8]; }
 };
 
-// The power of two that brings the block's q into float16 for float16 MMAs (1 where q is in T
-// already): the block's largest finite |q| times it lies in [2^14, 2^15), so every bfloat16 value
-// (8 significant bits) from 2^-14 of the scaled range up is exact in float16 (11), and q.K
-// (|e4m3| <= 448, 576 products) stays far inside float32. One scale a block, not a row: a row
-// 2^28 below the block's largest keeps its bits, and what a weaker row loses is below 2^-39 of
-// the largest. Inf and NaN stay out of the max (they stay themselves and poison their own rows).
-// Block-wide (a barrier); `scratch` holds a word a warp, free until the next barrier.
-__device__ float q_scale(const Params& p, int b, unsigned* scratch) {
-  if constexpr (!Q_CONVERTED) return 1.f;
-  static_assert(!Q_CONVERTED || (T_IS_BF16 == false && kgen::MmaType<QT>::EXPONENT == 0x7f80),
-                "q converted: bfloat16 q over float16 MMAs");
-  unsigned top = 0;  // the largest finite |q| as bfloat16 bits (ordered as the magnitudes)
-  for (int idx = threadIdx.x; idx < ROWS * CHUNKS; idx += NUM_THREADS) {
-    const int r = idx / CHUNKS;
-    if (!row_real(r)) continue;
-    const uint4 v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r)) + idx % CHUNKS);
-    const unsigned w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const unsigned a = (w[k / 2] >> (16 * (k % 2))) & 0x7fffu;
-      if (a < 0x7f80u) top = max(top, a);
-    }
-  }
-  top = __reduce_max_sync(~0u, top);
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = top;
-  __syncthreads();
-#pragma unroll
-  for (int w = 0; w < NUM_WARPS; ++w) top = max(top, scratch[w]);
-  // top is 2^(e - 127) x 1.m, e its exponent field: 2^(141 - e) takes it into [2^14, 2^15). At
-  // most 2^100 (a block whose q is all below 2^-86), and 1 for all zeros.
-  const int shift = top == 0 ? 0 : min(141 - static_cast<int>(top >> 7), 100);
-  return __int_as_float((127 + shift) << 23);
-}
-
 // The parameters with the cache's and q's scales folded into the softmax's: scores are
-// (q x q_mul).(e4m3 values) x k_scale, so scale_log2 x k_scale / q_mul (read at each launch: a
-// captured graph follows a new k_scale). Scales in the rows are in the tile already.
+// (q x q_mul).(e4m3 values) x k_scale (q_mul: load_q's), so scale_log2 x k_scale / q_mul (read
+// at each launch: a captured graph follows a new k_scale). Scales in rows are in the tile already.
 __device__ __forceinline__ Params with_scales(Params p, float q_mul) {
   if constexpr (TENSOR_SCALE) p.scale_log2 *= __ldg(p.k_scale);
   p.scale_log2 /= q_mul;

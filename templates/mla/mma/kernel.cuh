@@ -13,16 +13,16 @@
   T* p_h = reinterpret_cast<T*>(smem + P_OFFSET);                      // SPLIT_SOFTMAX: P
   float* alpha_s = reinterpret_cast<float*>(smem + ROW_STATE_OFFSET);  // its rescale factors, then m
   float* l_s = alpha_s + M_TILES * 16;
-{% if kv_fp8 == "true" %}  const float q_mul = q_scale(params, blockIdx.z, reinterpret_cast<unsigned*>(scores));  // q into T
-  const Params p = with_scales(params, q_mul);  // K's scale and q's in scale_log2
-{% else %}  constexpr float q_mul = 1.f;  // q is in T
+{% if kv_fp8 == "true" %}  Params p = params;  // K's scale and q's factor folded into scale_log2 once q is loaded
 {% endif %}
   const int split = blockIdx.y, num_splits = gridDim.y, b = blockIdx.z;
   const Lane ln;
   if (!PDL_COMBINE && num_splits > 1) note_started(p, b);
 
   QFrags qf;
-  load_q(p, b, qf, q_s, ln, true, q_mul);
+{% if kv_fp8 == "true" %}  p = with_scales(p, load_q(p, b, qf, q_s, ln, true, reinterpret_cast<unsigned*>(scores)));
+{% else %}  load_q(p, b, qf, q_s, ln);
+{% endif %}
   if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;
   const Ring ring{reinterpret_cast<unsigned long long*>(smem + RING_OFFSET)};
   if (RING_SLACK && threadIdx.x == 0) ring.init();
