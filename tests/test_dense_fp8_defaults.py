@@ -34,7 +34,7 @@ def test_the_default_compiles_without_spills_within_99_kb(spec, arch_name):
     assert resources.dynamic_smem == layout_for(spec, config, arch).dynamic_smem
     assert resources.dynamic_smem <= SMEM_LIMIT, resources
     source = DENSE.render(spec, config, arch).source
-    assert "widen_tile(tile, wide)" in source and "with_scales(p, load_q(" in source
+    assert "widen_tile(tile, wide)" in source and "with_scales(p, q_into_t(" in source
     tile = "__half" if spec.kv_format == "fp8_tensor" else "__nv_bfloat16"
     assert f"using T = {tile};" in source and "using QT = __nv_bfloat16;" in source
     group = 0 if spec.kv_format == "fp8_tensor" else 128  # V3.2's rows: a scale a 128 values

@@ -592,9 +592,12 @@ __device__ __forceinline__ void pv_tile(const T* tile, const PFrags& pa, Accum& 
 // of the scaled range up is then exact in float16 (11), and q.K (|e4m3| <= 448, 576 products)
 // stays far inside float32. One factor a block, not a row: a row 2^28 below the block's largest
 // keeps every bit, and what a weaker row loses is below 2^-39 of the largest. Inf and NaN stay
-// out of the max (they stay themselves and poison their own rows). Block-wide (a barrier); no
-// global read of its own, so it adds no memory latency to the kernel's start.
+// out of the max (they stay themselves and poison their own rows). Block-wide (a barrier), after
+// the first tiles' copies are issued: it waits on load_q's reads, which the 16-bit kernel first
+// waits on at the first q.K (a B = 1 decode ran 1.5 us slower with it before split_range).
+// `scratch`: a word a warp, free until the next barrier. Returns 1 where q is in T.
 __device__ float q_into_t(QFrags& qf, T* q_s, unsigned* scratch) {
+  if constexpr (!Q_CONVERTED) return 1.f;
   static_assert(!Q_CONVERTED || (Mma::EXPONENT == 0x7c00 && kgen::MmaType<QT>::EXPONENT == 0x7f80),
                 "bfloat16 q over float16 MMAs");
   unsigned top = 0;  // the largest finite |q| as bfloat16 bits (ordered as the magnitudes)
@@ -637,11 +640,9 @@ __device__ float q_into_t(QFrags& qf, T* q_s, unsigned* scratch) {
 
 // q: this warp's A fragments of its first Q_REG_STEPS k steps in registers (zeros where
 // `fragments` is false: a warp that computes no q.K^T), the block's rows' columns from Q_SMEM_COL
-// on in shared memory (padding rows are zeros). Where q is not in T (Q_CONVERTED), `scratch` (a
-// word a warp, free until the next barrier) serves q_into_t; returns q's factor (q_into_t: 1
-// where q is in T).
-__device__ __forceinline__ float load_q(const Params& p, int b, QFrags& qf, T* q_s, const Lane& ln, bool fragments = true,
-                                        unsigned* scratch = nullptr) {
+// on in shared memory (padding rows are zeros), as QT's (q_into_t makes them T's where those
+// differ).
+__device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_s, const Lane& ln, bool fragments = true) {
   // One address a row pair, the k steps at immediate offsets (an address computed a load cost
   // the B = 1 kernels ~110 SASS instructions a warp on sm_90); the row 8 below from it where
   // the heads per block make that one stride. (A padding row's address is formed, never read.)
@@ -674,8 +675,6 @@ __device__ __forceinline__ float load_q(const Params& p, int b, QFrags& qf, T* q
     if (row_real(r)) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + Q_SMEM_COL + c * 8));
     *reinterpret_cast<uint4*>(q_s + r * Q_ROW_ELEMS + c * 8) = v;
   }
-  if constexpr (Q_CONVERTED) return q_into_t(qf, q_s, scratch);
-  return 1.f;
 }
 
 // P from shared memory (SPLIT_SOFTMAX).

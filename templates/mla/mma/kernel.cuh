@@ -20,9 +20,7 @@
   if (!PDL_COMBINE && num_splits > 1) note_started(p, b);
 
   QFrags qf;
-{% if kv_fp8 == "true" %}  p = with_scales(p, load_q(p, b, qf, q_s, ln, true, reinterpret_cast<unsigned*>(scores)));
-{% else %}  load_q(p, b, qf, q_s, ln);
-{% endif %}
+  load_q(p, b, qf, q_s, ln);
   if (threadIdx.x < 2) bad_s[threadIdx.x] = 0ull;
   const Ring ring{reinterpret_cast<unsigned long long*>(smem + RING_OFFSET)};
   if (RING_SLACK && threadIdx.x == 0) ring.init();
@@ -89,7 +87,8 @@
       kgen::cp_async_commit();
     }
   }
-  int page = fetch_page(p, b, tile_start(COPY_LEAD), end);  // of the next tile to copy
+{% if kv_fp8 == "true" %}  p = with_scales(p, q_into_t(qf, q_s, reinterpret_cast<unsigned*>(scores)));  // q in T
+{% endif %}  int page = fetch_page(p, b, tile_start(COPY_LEAD), end);  // of the next tile to copy
   bool found = false;  // QK_AHEAD: the scan of the tile whose partials are ready found bad V rows
   if constexpr (QK_AHEAD) {
     kgen::cp_async_wait<STAGES - 2>();
