@@ -1,9 +1,9 @@
 """Every fp8 spec (both formats) has a heuristic default on the mma path that compiles (CPU
 only) for sm_90 and sm_120 without spills and within sm_120's 99 KB of shared memory a block; its
-rendered source reads the raw stages and widens them (no kernel reads e4m3 bytes as 16-bit
-values) into float16 tiles for bfloat16 q on "fp8_tensor" (one conversion a pair: kgen.mla.program.
-tile_dtype) and bfloat16 ones on DeepSeek-V3.2's rows, and the layout model's shared memory is the
-compiled kernel's."""
+rendered source reads the raw stages, as float16 MMA fragments for bfloat16 q on "fp8_tensor"
+(one conversion a pair: kgen.mla.program.tile_dtype) and widened into a bfloat16 tile on
+DeepSeek-V3.2's rows (no kernel reads e4m3 bytes as 16-bit values), and the layout model's shared
+memory is the compiled kernel's."""
 
 from __future__ import annotations
 
@@ -34,8 +34,11 @@ def test_the_default_compiles_without_spills_within_99_kb(spec, arch_name):
     assert resources.dynamic_smem == layout_for(spec, config, arch).dynamic_smem
     assert resources.dynamic_smem <= SMEM_LIMIT, resources
     source = DENSE.render(spec, config, arch).source
-    assert "widen_tile(tile, wide)" in source and "with_scales(p, q_into_t(" in source
-    tile = "__half" if spec.kv_format == "fp8_tensor" else "__nv_bfloat16"
+    fragments = spec.kv_format == "fp8_tensor"
+    assert ("widen_tile(tile, wide)" in source) != fragments and "with_scales(p, q_into_t(" in source
+    assert ("qk_fragments(acc, a, tile, ks, ln.lane);" in source) == fragments
+    assert f"constexpr bool FRAGMENTS = {'true' if fragments else 'false'};" in source
+    tile = "__half" if fragments else "__nv_bfloat16"
     assert f"using T = {tile};" in source and "using QT = __nv_bfloat16;" in source
     group = 0 if spec.kv_format == "fp8_tensor" else 128  # V3.2's rows: a scale a 128 values
     assert f"constexpr int SCALE_GROUP = {group};" in source
@@ -43,11 +46,15 @@ def test_the_default_compiles_without_spills_within_99_kb(spec, arch_name):
 
 def test_the_layout_counts_the_raw_stages_and_the_16_bit_tile():
     arch = resolve_arch("sm_90")
-    spec16, spec8 = Spec(heads=16), Spec(heads=16, kv_format="fp8_tensor")
-    config = compiled_default(spec8, 8, 4096, arch, usual_sm_count(arch))
+    spec16 = Spec(heads=16)
+    tensor, v32 = Spec(heads=16, kv_format="fp8_tensor"), Spec(heads=16, kv_format="fp8")
+    config = compiled_default(tensor, 8, 4096, arch, usual_sm_count(arch))
     wide = config.block_n * 1152  # one tile of 576 16-bit values a position
     assert layout_for(spec16, config, arch).stage_bytes == config.smem_stages * wide
-    assert layout_for(spec8, config, arch).stage_bytes == config.smem_stages * wide // 2 + wide
+    # fp8_tensor's raw stages are read as fragments: no 16-bit tile
+    assert layout_for(tensor, config, arch).stage_bytes == config.smem_stages * wide // 2
+    raw = config.smem_stages * config.block_n * 656  # V3.2's rows
+    assert layout_for(v32, config, arch).stage_bytes == raw + wide
 
 
 def test_raw_stages_that_do_not_fit_are_refused_before_compiling():
@@ -55,9 +62,11 @@ def test_raw_stages_that_do_not_fit_are_refused_before_compiling():
     from kgen.params import ConfigError
 
     config = Config(compute="mma", heads_per_block=16, block_n=64, smem_stages=4, softmax="split")
-    spec = Spec(heads=16, kv_format="fp8_tensor")
     with pytest.raises(ConfigError, match="smem_stages.*with the 16-bit tile"):
-        layout_for(spec, config, resolve_arch("sm_120"))
+        layout_for(Spec(heads=16, kv_format="fp8"), config, resolve_arch("sm_120"))
+    config = Config(compute="mma", heads_per_block=16, block_n=64, smem_stages=8, softmax="split")
+    with pytest.raises(ConfigError, match=r"smem_stages.*8 KV stages \d+, scores"):
+        layout_for(Spec(heads=16, kv_format="fp8_tensor"), config, resolve_arch("sm_120"))
 
 
 def test_where_the_rules_refuse_every_candidate_the_error_says_why(monkeypatch):

@@ -71,6 +71,13 @@ class KvFormat:
         return self.scales_at == "tensor"
 
     @property
+    def bare_e4m3(self) -> bool:
+        """A token's bytes are its values alone, all e4m3 (one tensor scale, no rope part): what
+        the dense tensor-core path reads as MMA fragments, with no 16-bit tile
+        (templates/mla/mma/fp8_tiles.cuh)."""
+        return self.tensor_scale and self.e4m3_dims == self.head_dim
+
+    @property
     def scale_groups(self) -> int:
         """Scales a token has in the cache (a "tensor" scale is not in it)."""
         return self.e4m3_dims // self.group if self.quantized and self.group else 0

@@ -142,9 +142,11 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     q_bytes = m_tiles * 16 * (q_chunks if q_chunks % 2 or not q_chunks else q_chunks + 1) * 16
     stage_bytes = config.smem_stages * config.block_n * row_bytes
     if spec.format is not None:
-        # an fp8 cache lands raw (its cached rows as they are), then widens into one 16-bit tile
+        # an fp8 cache lands raw (its cached rows as they are), then widens into one 16-bit tile,
+        # unless the MMAs read the raw rows as fragments
         stage_bytes = config.smem_stages * config.block_n * spec.format.row_bytes
-        stage_bytes += config.block_n * row_bytes
+        if not spec.format.bare_e4m3:
+            stage_bytes += config.block_n * row_bytes
     s_stride = config.block_n + (24 - config.block_n % 16) % 16
     score_buffers = 2 if config.qk_ahead or specialized else 1
     score_bytes = score_buffers * cols * m_tiles * 16 * s_stride * 4
@@ -156,7 +158,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         refuse(
             "heads_per_block" if q_bytes > stage_bytes else "smem_stages",
             f"needs {smem} bytes of shared memory (q {q_bytes}, {config.smem_stages} KV stages "
-            f"{stage_bytes}{' with the 16-bit tile' if spec.format else ''}, scores "
+            f"{stage_bytes}{' with the 16-bit tile' if spec.format and not spec.format.bare_e4m3 else ''}, scores "
             f"{score_bytes}), over {arch.name}'s {arch.smem_per_block} "
             "per block (fewer heads_per_block, smem_stages or block_n)",
         )

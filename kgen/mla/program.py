@@ -125,6 +125,7 @@ def _op_values(spec: Spec, config: Config, rows: int) -> dict:
         "mask_kind": MASK_KINDS[mask],
         "token_groups": config.token_groups,
         "kv_fp8": spec.format is not None,
+        "fragments": spec.format is not None and spec.format.bare_e4m3,
         **format_values(spec),
     }
 
@@ -137,11 +138,7 @@ def tile_dtype(spec: Spec, config: Config) -> str:
     docs/decisions.md: the float16 route)."""
     fmt = spec.format
     f16_route = (
-        config.compute == "mma"
-        and spec.dtype == "bfloat16"
-        and fmt is not None
-        and fmt.tensor_scale
-        and fmt.e4m3_dims == spec.head_dim
+        config.compute == "mma" and spec.dtype == "bfloat16" and fmt is not None and fmt.bare_e4m3
     )
     return "float16" if f16_route else spec.dtype
 

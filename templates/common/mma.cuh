@@ -21,6 +21,13 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* row) {
                : "r"(smem_address(row)));
 }
 
+// Two 8x8 b16 matrices (lanes 0..15 give the row addresses).
+__device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 { %0, %1 }, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_address(row)));
+}
+
 // The same, each matrix transposed (B fragments of a row-major [k][n] tile).
 __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 { %0, %1, %2, %3 }, [%4];\n"
@@ -73,6 +80,16 @@ __device__ __forceinline__ bool any_nonfinite(uint4 w) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) bad |= ((words[i] & e) == e) || (((words[i] >> 16) & e) == e);
   return bad;
+}
+
+// Whether any of the sixteen e4m3 values in a 16-byte word is NaN (0x7f or 0xff; e4m3 has no Inf):
+// a byte's low seven bits plus one carry into its top bit only from 0x7f.
+__device__ __forceinline__ bool any_e4m3_nan(uint4 w) {
+  const unsigned words[4] = {w.x, w.y, w.z, w.w};
+  unsigned hit = 0u;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) hit |= (words[i] & 0x7f7f7f7fu) + 0x01010101u;
+  return (hit & 0x80808080u) != 0u;
 }
 
 }  // namespace kgen

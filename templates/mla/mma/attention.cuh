@@ -73,12 +73,14 @@ constexpr int Q_ROW_ELEMS = (Q_SMEM_CHUNKS % 2 || Q_SMEM_CHUNKS == 0 ? Q_SMEM_CH
 constexpr int Q_BYTES = M_TILES * 16 * Q_ROW_ELEMS * 2;
 {% if kv_fp8 == "true" %}constexpr int TILE_ELEMS = BLOCK_N * KV_ROW_BYTES / 2;  // a raw stage, in T's
 {% else %}constexpr int TILE_ELEMS = BLOCK_N * ROW_ELEMS;
-{% endif %}constexpr int TILES_OFFSET = Q_BYTES;
+{% endif %}constexpr int STAGE_ROW_BYTES = TILE_ELEMS * 2 / BLOCK_N;  // a position's bytes in a stage
+constexpr int TILES_OFFSET = Q_BYTES;
 constexpr int SCORE_FLOATS = COL_GROUPS * M_TILES * 16 * S_STRIDE;  // one tile's partial scores
 constexpr int SCORE_BUFFERS = QK_AHEAD || SPECIALIZE ? 2 : 1;
-{% if kv_fp8 == "true" %}// An fp8 cache (mla/mma/fp8_tiles.cuh): STAGES raw stages of TILE_ELEMS T's, then the one 16-bit tile.
+{% if kv_fp8 == "true" %}// An fp8 cache (mla/mma/fp8_tiles.cuh): STAGES raw stages of TILE_ELEMS T's, then the one 16-bit
+// tile (none where the MMAs read the raw stages as fragments).
 constexpr int WIDE_OFFSET = TILES_OFFSET + STAGES * TILE_ELEMS * 2;
-constexpr int SCORES_OFFSET = WIDE_OFFSET + BLOCK_N * ROW_ELEMS * 2;
+constexpr int SCORES_OFFSET = WIDE_OFFSET + (FRAGMENTS ? 0 : BLOCK_N * ROW_ELEMS * 2);
 {% else %}constexpr int SCORES_OFFSET = TILES_OFFSET + STAGES * TILE_ELEMS * 2;
 {% endif %}constexpr int BAD_OFFSET = SCORES_OFFSET + SCORE_BUFFERS * SCORE_FLOATS * 4;
 constexpr int P_STRIDE = BLOCK_N + 8;  // 16-bit P rows: ldmatrix rows on distinct banks
@@ -315,6 +317,12 @@ struct Lane {
   }
 };
 
+// The output dim of this lane's accumulator o[.][j][2h + e]: 8 j + 2 qd + e, or with FRAGMENTS
+// (mla/mma/fp8_tiles.cuh) dim 16 c + 4 qd + 2 e + j % 2 of the warp's chunk c = j / 2.
+__device__ __forceinline__ int o_dim(int j, int e, const Lane& ln) {
+  return FRAGMENTS ? ln.cg * O_TILES * 8 + j / 2 * 16 + 4 * ln.qd + 2 * e + j % 2 : (ln.cg * O_TILES + j) * 8 + 2 * ln.qd + e;
+}
+
 // A barrier of this thread's row group alone (named barrier 1 + rg; barrier 0 is __syncthreads),
 // with the memory ordering of __syncthreads among its warps. Returns whether any of them passed true.
 // (With SPECIALIZE only the v role's warps take it: barrier 1.)
@@ -353,9 +361,13 @@ __device__ __forceinline__ void role_sync() {
 // (of the q role, with SPECIALIZE).
 __device__ __forceinline__ bool scan_drafts(const T* tile, int lo, int count, unsigned long long* bad) {
   bool found = false;
-  for (int idx = role_thread(); idx < (count - lo) * LATENT_CHUNKS; idx += ROLE_THREADS) {
-    const int pos = lo + idx / LATENT_CHUNKS, c = idx % LATENT_CHUNKS;
-    if (kgen::any_nonfinite<T>(*reinterpret_cast<const uint4*>(tile + tile_at(pos, c)))) {
+  // FRAGMENTS: a raw row's first LATENT_DIM bytes (any order), e4m3 values (NaN: 0x7f or 0xff; no Inf)
+  constexpr int V_CHUNKS = FRAGMENTS ? LATENT_DIM / 16 : LATENT_CHUNKS;
+  for (int idx = role_thread(); idx < (count - lo) * V_CHUNKS; idx += ROLE_THREADS) {
+    const int pos = lo + idx / V_CHUNKS, c = idx % V_CHUNKS;
+    if (FRAGMENTS ? kgen::any_e4m3_nan(*reinterpret_cast<const uint4*>(
+                        reinterpret_cast<const unsigned char*>(tile) + pos * STAGE_ROW_BYTES + c * 16))
+                  : kgen::any_nonfinite<T>(*reinterpret_cast<const uint4*>(tile + tile_at(pos, c)))) {
       atomicOr(bad, 1ull << pos);
       found = true;
     }
@@ -397,7 +409,8 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
                                       (2 * ks + ln.lane / 16) * 8 - Q_SMEM_COL);
         }
       }
-#pragma unroll
+{% if fragments == "true" %}      qk_fragments(acc, a, tile, ks, ln.lane);
+{% else %}#pragma unroll
       for (int j = 0; j < N_TILES; j += 2) {
         unsigned k[4];
         kgen::ldmatrix_x4(k, tile + (8 * j + ln.lane % 8 + (ln.lane / 16) * 8) * ROW_ELEMS +
@@ -408,7 +421,7 @@ __device__ __forceinline__ void qk_partials(const T* tile, const QFrags& qf, con
           Mma::mma(acc[i][j + 1], a[i], k[2], k[3]);
         }
       }
-    }
+{% endif %}    }
   }
   float* mine = partials + ln.cg * (M_TILES * 16 * S_STRIDE);
 #pragma unroll
@@ -527,7 +540,8 @@ __device__ void fold_bad_drafts(const Params& p, int b, T* tile, int start, int 
   for (int n = 0; n < BLOCK_N; ++n) {
     if (!((bad >> n) & 1ull)) continue;
     const int pos = start + n;  // a draft position: pos >= prefix
-{% if kv_fp8 == "true" %}    const WideRow v{tile, n};  // its V from the 16-bit tile: the cache row is e4m3 bytes
+{% if fragments == "true" %}    const RawRow v{tile, n};  // its V from the raw stage
+{% elif kv_fp8 == "true" %}    const WideRow v{tile, n};  // its V from the 16-bit tile: the cache row is e4m3 bytes
 {% else %}    // Its V from the cache, not the tile: the tile's swizzle would cost every read below an
     // address of its own (registers), the cache row is contiguous (and in L2: just copied)
     const T* v = kv_row(p, b, pos);
@@ -542,15 +556,18 @@ __device__ void fold_bad_drafts(const Params& p, int b, T* tile, int start, int 
         for (int j = 0; j < O_TILES; ++j)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const int d = (ln.cg * O_TILES + j) * 8 + 2 * ln.qd + e;
+            const int d = o_dim(j, e, ln);
             o[i][j][2 * h + e] = fmaf(pr, kgen::to_float(v[d]), o[i][j][2 * h + e]);
           }
       }
   }
   role_sync();
-  for (int idx = role_thread(); idx < BLOCK_N * LATENT_CHUNKS; idx += ROLE_THREADS) {
-    const int n = idx / LATENT_CHUNKS, c = idx % LATENT_CHUNKS;
-    if ((bad >> n) & 1ull) *reinterpret_cast<uint4*>(tile + tile_at(n, c)) = make_uint4(0u, 0u, 0u, 0u);
+  constexpr int V_CHUNKS = FRAGMENTS ? LATENT_DIM / 16 : LATENT_CHUNKS;  // a raw row's V: its first chunks
+  for (int idx = role_thread(); idx < BLOCK_N * V_CHUNKS; idx += ROLE_THREADS) {
+    const int n = idx / V_CHUNKS, c = idx % V_CHUNKS;
+    uint4* const at = FRAGMENTS ? reinterpret_cast<uint4*>(reinterpret_cast<unsigned char*>(tile) + n * STAGE_ROW_BYTES + c * 16)
+                                : reinterpret_cast<uint4*>(tile + tile_at(n, c));
+    if ((bad >> n) & 1ull) *at = make_uint4(0u, 0u, 0u, 0u);
   }
   if (role_thread() == 0) *bad_s = 0ull;
   role_sync();
@@ -558,7 +575,8 @@ __device__ void fold_bad_drafts(const Params& p, int b, T* tile, int start, int 
 
 // 3. O += P.V over this warp's output columns, one k16 step of positions (A fragments a[i]).
 __device__ __forceinline__ void pv_step(const T* tile, int kk, const unsigned (&a)[WARP_M][4], Accum& o, const Lane& ln) {
-  const int row = ln.lane % 8 + ((ln.lane / 8) % 2) * 8;  // + 16 kk; chunk cg * O_TILES + j + lane / 16
+{% if fragments == "true" %}  pv_fragments(tile, kk, a, o, ln.lane, ln.cg);
+{% else %}  const int row = ln.lane % 8 + ((ln.lane / 8) % 2) * 8;  // + 16 kk; chunk cg * O_TILES + j + lane / 16
   const SwizzledRows rows(tile, row, ln.cg * O_TILES, ln.lane / 16, ln.lane % 8);
 #pragma unroll
   for (int j = 0; j < O_TILES; j += 2) {
@@ -571,7 +589,7 @@ __device__ __forceinline__ void pv_step(const T* tile, int kk, const unsigned (&
       Mma::mma(o[i][j + 1], a[i], v[2], v[3]);
     }
   }
-}
+{% endif %}}
 
 // P from this warp's fragments.
 __device__ __forceinline__ void pv_tile(const T* tile, const PFrags& pa, Accum& o, const Lane& ln) {
@@ -650,7 +668,10 @@ __device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_
 #pragma unroll
   for (int i = 0; i < WARP_M; ++i) {
     const int r0 = (ln.rg * WARP_M + i) * 16 + ln.g;
-    const QT* top = q_row(p, b, r0) + 16 * ln.cg + 2 * ln.qd;
+    // A lane's pairs of a k step: dims 2qd.., 2qd + 8.. (FRAGMENTS: 4qd.., 4qd + 2.., the k order
+    // fp8_tiles.cuh reads K in)
+    constexpr int LANE_DIMS = FRAGMENTS ? 4 : 2, HALF_WORDS = FRAGMENTS ? 1 : 4;
+    const QT* top = q_row(p, b, r0) + 16 * ln.cg + LANE_DIMS * ln.qd;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = r0 + 8 * h;
@@ -658,21 +679,29 @@ __device__ __forceinline__ void load_q(const Params& p, int b, QFrags& qf, T* q_
       const QT* at = h == 0 ? top
                      : HEAD_STEP  ? top + 8 * p.q_sh
                      : TOKEN_STEP ? top + (8 / HEADS_PER_BLOCK) * p.q_st
-                                  : q_row(p, b, r) + 16 * ln.cg + 2 * ln.qd;
+                                  : q_row(p, b, r) + 16 * ln.cg + LANE_DIMS * ln.qd;
       const unsigned* row = reinterpret_cast<const unsigned*>(at);
 #pragma unroll
       for (int kk = 0; kk < Q_REG_STEPS; ++kk)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const bool inside = real && (K_STEPS % COL_GROUPS == 0 || kk * COL_GROUPS + ln.cg < K_STEPS);
-          qf[i][kk][h + 2 * half] = inside ? __ldg(row + 8 * COL_GROUPS * kk + 4 * half) : 0u;
+          qf[i][kk][h + 2 * half] = inside ? __ldg(row + 8 * COL_GROUPS * kk + HALF_WORDS * half) : 0u;
         }
     }
   }
   for (int idx = threadIdx.x; idx < M_TILES * 16 * Q_SMEM_CHUNKS; idx += NUM_THREADS) {
     const int r = idx / Q_SMEM_CHUNKS, c = idx % Q_SMEM_CHUNKS;
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (row_real(r)) v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + Q_SMEM_COL + c * 8));
+    if (row_real(r)) {
+      if constexpr (FRAGMENTS) {  // chunk c in the k order: the even pairs of its 16 dims, or the odd
+        const uint4* k16 = reinterpret_cast<const uint4*>(q_row(p, b, r) + Q_SMEM_COL + c / 2 * 16);
+        const uint4 x = __ldg(k16), y = __ldg(k16 + 1);
+        v = c % 2 ? make_uint4(x.y, x.w, y.y, y.w) : make_uint4(x.x, x.z, y.x, y.z);
+      } else {
+        v = __ldg(reinterpret_cast<const uint4*>(q_row(p, b, r) + Q_SMEM_COL + c * 8));
+      }
+    }
     *reinterpret_cast<uint4*>(q_s + r * Q_ROW_ELEMS + c * 8) = v;
   }
 }

@@ -21,28 +21,40 @@ static_assert(TENSOR_SCALE || (SCALE_GROUP % 8 == 0 && E4M3_DIMS % SCALE_GROUP =
 constexpr int RAW_CHUNKS = KV_ROW_BYTES / 16;  // 16-byte chunks of a cached row
 constexpr int RAW_ITEMS = (RAW_CHUNKS + LOAD_THREADS_PER_ROW - 1) / LOAD_THREADS_PER_ROW;
 
-// The copy of KV tile [start, start + BLOCK_N) into a raw stage (rows of KV_ROW_BYTES, unswizzled:
-// widen_tile reads them in order), as the 16-bit TileCopy: addressed once, issued in pieces (with
-// SPREAD_COPIES over the next q.K^T's k steps), zeros past `end`, nothing when idle.
+// FRAGMENTS: where chunk c (16 bytes) of position n sits in its raw row: slot c ^ (n / 2 % 4), an
+// XOR within each group of four chunks. A row is 64 bytes past a multiple of 128, so the eight rows
+// of an ldmatrix (8 consecutive positions, one chunk) then fall on distinct banks. Otherwise rows
+// are in order (widen_tile reads them so).
+static_assert(!FRAGMENTS || (KV_ROW_BYTES % 128 == 64 && RAW_CHUNKS % 4 == 0), "the raw rows' swizzle");
+__device__ __forceinline__ int raw_slot(int n, int c) { return FRAGMENTS ? c ^ ((n >> 1) & 3) : c; }
+
+// The copy of KV tile [start, start + BLOCK_N) into a raw stage (rows of KV_ROW_BYTES, chunks at
+// raw_slot), as the 16-bit TileCopy: addressed once, issued in pieces (with SPREAD_COPIES over the
+// next q.K^T's k steps), zeros past `end`, nothing when idle.
 struct TileCopy {
+  // Where a thread's chunks keep their place in a group of four (FRAGMENTS), its later chunks sit
+  // at fixed offsets from its first
+  static constexpr bool FIXED_STEPS = !FRAGMENTS || LOAD_THREADS_PER_ROW % 4 == 0;
   const unsigned char* src = nullptr;
-  unsigned char* dst = nullptr;
+  unsigned char* dst = nullptr;  // the row (the first chunk's slot with FIXED_STEPS)
   int bytes = -1;  // 16, 0 (a position past the end: zeros) or -1 (idle)
+  int pos = 0;
 
   TileCopy() = default;
   __device__ __forceinline__ TileCopy(const Params& p, int start, int end, int page, T* stage) {
-    const int pos = load_pos(), chunk = threadIdx.x % LOAD_THREADS_PER_ROW;
+    const int chunk = threadIdx.x % LOAD_THREADS_PER_ROW;
+    pos = load_pos();
     const int row_in_page = (start + pos) % PAGE_SIZE;
     src = p.kv + page * p.kv_sp + (row_in_page * static_cast<int>(p.kv_sr) + chunk * 16);
-    dst = reinterpret_cast<unsigned char*>(stage) + pos * KV_ROW_BYTES + chunk * 16;
+    dst = reinterpret_cast<unsigned char*>(stage) + pos * KV_ROW_BYTES + (FIXED_STEPS ? raw_slot(pos, chunk) * 16 : 0);
     bytes = start + pos < end ? 16 : 0;
   }
 
   __device__ __forceinline__ void piece(int j) const {
     const int c = threadIdx.x % LOAD_THREADS_PER_ROW + j * LOAD_THREADS_PER_ROW;
+    unsigned char* to = FIXED_STEPS ? dst + j * LOAD_THREADS_PER_ROW * 16 : dst + raw_slot(pos, c) * 16;
     if (bytes >= 0 && (RAW_CHUNKS % LOAD_THREADS_PER_ROW == 0 || c < RAW_CHUNKS))
-      kgen::cp_async_or_zeros<16, true>(dst + j * LOAD_THREADS_PER_ROW * 16, src + j * LOAD_THREADS_PER_ROW * 16,
-                                        bytes == 0);
+      kgen::cp_async_or_zeros<16, true>(to, src + j * LOAD_THREADS_PER_ROW * 16, bytes == 0);
   }
 
   __device__ __forceinline__ void pieces_at(int kk, int steps) const {
@@ -147,6 +159,84 @@ struct WideRow {
   const T* tile;
   int n;
   __device__ __forceinline__ T operator[](int d) const { return tile[tile_at(n, d / 8) + d % 8]; }
+};
+
+// FRAGMENTS: the MMAs read the raw stage itself. An ldmatrix matrix of it (8 positions x 16 bytes)
+// gives a lane 4 e4m3 bytes, and ldmatrix serves both products without a 16-bit tile:
+//  - q.K^T, k step ks = raw chunk ks (16 dims): a lane gets dims 4qd..4qd+3 of position g, which
+//    widen to the B fragment (k 2qd..2qd+1, k 2qd+8..2qd+9) of one n8 tile of positions. So a k
+//    step's dims sit in the MMA's k order 0 1 4 5 8 9 12 13 | 2 3 6 7 10 11 14 15, and q's A
+//    fragments are taken in that order too (load_q).
+//  - P.V, transposed: a lane gets, of positions 2qd and 2qd + 1, dims 2g and 2g + 1 of a chunk;
+//    one byte permute makes them the B fragments (k 2qd..2qd+1) of two n8 tiles of the output,
+//    the chunk's even dims and its odd ones. So a warp's output tile 2m + e holds dims 16c + 2n + e
+//    (c its m-th chunk, n the tile's column) and a lane's four values of a chunk and row are the
+//    consecutive dims 16c + 4qd .. + 3 (o_dim, write_row).
+// Each value widens once per warp that reads it (with several row groups, more than once a tile)
+// and V's 512 dims twice (as K and as V), in one conversion a pair (T is float16).
+
+// A pair of e4m3 values (low byte first) as the half2 bits of T = float16.
+__device__ __forceinline__ unsigned f16_pair(unsigned bits) {
+  static_assert(!FRAGMENTS || !T_IS_BF16, "fragments widen to float16 (kgen.mla.program.tile_dtype)");
+  return widen_pair(static_cast<unsigned short>(bits));
+}
+
+// q.K^T's k step ks (one raw chunk) over every n8 tile of positions, into acc.
+__device__ __forceinline__ void qk_fragments(float (&acc)[WARP_M][N_TILES][4], const unsigned (&a)[WARP_M][4],
+                                             const T* stage, int ks, int lane) {
+  constexpr int X = N_TILES % 4 == 0 ? 4 : 2;  // matrices (n8 tiles) an ldmatrix
+  static_assert(N_TILES % X == 0, "n8 tiles in pairs");
+  const unsigned char* raw = reinterpret_cast<const unsigned char*>(stage);
+#pragma unroll
+  for (int j = 0; j < N_TILES; j += X) {
+    const unsigned char* row = raw + (8 * (j + lane / 8 % X) + lane % 8) * KV_ROW_BYTES + raw_slot(lane % 8, ks) * 16;
+    unsigned k[4];
+    if constexpr (X == 4) kgen::ldmatrix_x4(k, row);
+    else kgen::ldmatrix_x2(k, row);
+#pragma unroll
+    for (int x = 0; x < X; ++x) {
+      const unsigned b0 = f16_pair(k[x] & 0xffffu), b1 = f16_pair(k[x] >> 16);
+#pragma unroll
+      for (int i = 0; i < WARP_M; ++i) Mma::mma(acc[i][j + x], a[i], b0, b1);
+    }
+  }
+}
+
+// O += P.V over k step kk (positions 16 kk ..): this warp's O_TILES / 2 chunks of V's dims, two
+// an ldmatrix (positions 0-7 and 8-15 of each).
+__device__ __forceinline__ void pv_fragments(const T* stage, int kk, const unsigned (&a)[WARP_M][4],
+                                             float (&o)[WARP_M][O_TILES][4], int lane, int cg) {
+  static_assert(O_TILES % 4 == 0, "a warp's output in pairs of chunks");
+  const unsigned char* raw = reinterpret_cast<const unsigned char*>(stage);
+  const int row = 16 * kk + lane % 8 + lane / 8 % 2 * 8;
+#pragma unroll
+  for (int m = 0; m < O_TILES / 2; m += 2) {
+    unsigned v[4];
+    kgen::ldmatrix_x4_trans(v, raw + row * KV_ROW_BYTES + raw_slot(lane % 8, cg * (O_TILES / 2) + m + lane / 16) * 16);
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      // v[2x]: positions 2qd, 2qd + 1 of the first eight; bytes (p dim, p dim + 1, p + 1 dim, ...)
+      const unsigned lo = __byte_perm(v[2 * x], 0u, 0x3120u), hi = __byte_perm(v[2 * x + 1], 0u, 0x3120u);
+      const unsigned even0 = f16_pair(lo & 0xffffu), odd0 = f16_pair(lo >> 16);
+      const unsigned even1 = f16_pair(hi & 0xffffu), odd1 = f16_pair(hi >> 16);
+#pragma unroll
+      for (int i = 0; i < WARP_M; ++i) {
+        Mma::mma(o[i][2 * (m + x)], a[i], even0, even1);
+        Mma::mma(o[i][2 * (m + x) + 1], a[i], odd0, odd1);
+      }
+    }
+  }
+}
+
+// A V row of the raw stage as fold_bad_drafts reads it (FRAGMENTS): value d of position n, as T.
+struct RawRow {
+  const T* stage;
+  int n;
+  __device__ __forceinline__ T operator[](int d) const {
+    const unsigned char* row = reinterpret_cast<const unsigned char*>(stage) + n * KV_ROW_BYTES;
+    const unsigned h = f16_pair(row[raw_slot(n, d / 16) * 16 + d % 16]);
+    return *reinterpret_cast<const T*>(&h);
+  }
 };
 
 // The parameters with the cache's and q's scales folded into the softmax's: scores are

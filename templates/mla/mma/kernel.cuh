@@ -7,7 +7,7 @@
   extern __shared__ __align__(16) unsigned char smem[];
   T* q_s = reinterpret_cast<T*>(smem);
   T* tiles = reinterpret_cast<T*>(smem + TILES_OFFSET);
-{% if kv_fp8 == "true" %}  T* wide = reinterpret_cast<T*>(smem + WIDE_OFFSET);  // the 16-bit tile the raw stages widen into
+{% if kv_fp8 == "true" and fragments != "true" %}  T* wide = reinterpret_cast<T*>(smem + WIDE_OFFSET);  // the 16-bit tile the raw stages widen into
 {% endif %}  float* scores = reinterpret_cast<float*>(smem + SCORES_OFFSET);
   unsigned long long* bad_s = reinterpret_cast<unsigned long long*>(smem + BAD_OFFSET);
   T* p_h = reinterpret_cast<T*>(smem + P_OFFSET);                      // SPLIT_SOFTMAX: P
@@ -145,7 +145,7 @@
         commit();
       }
       page = fetch_page(p, b, tile_start(next + 1), end);  // used an iteration from now
-{% if kv_fp8 == "true" %}      tile = widen_tile(tile, wide);  // tile `it`, raw, into the 16-bit tile (its last tile's readers passed the barrier)
+{% if kv_fp8 == "true" and fragments != "true" %}      tile = widen_tile(tile, wide);  // tile `it`, raw, into the 16-bit tile (its last tile's readers passed the barrier)
 {% endif %}      if constexpr (!QK_AHEAD) {
         qk_partials(tile, qf, q_s, partials, copy, ln);
         if constexpr (SPREAD_COPIES) commit();
@@ -221,7 +221,7 @@
       const int r = frag_row(ln.rg, i, h, ln.g);
       if (!row_real(r)) continue;
       const Finish fin(SPLIT_SOFTMAX ? alpha_s[r] : st.m[i][h], SPLIT_SOFTMAX ? l_s[r] : sum, range.poisoned);
-      write_row(p, b, r, slot, num_splits, fin, o[i], h, ln);
+      write_row<FRAGMENTS>(p, b, r, slot, num_splits, fin, o[i], h, ln);
     }
   end_split(p, b, num_splits, smem);
 }
