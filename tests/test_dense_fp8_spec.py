@@ -58,9 +58,9 @@ def test_an_fp8_spec_is_refused_where_it_cannot_be_read():
 @pytest.mark.parametrize(
     "kv_format, fields, field, why",
     [
-        ("fp8_tensor", {"qk_ahead": 1, "smem_stages": 3}, "qk_ahead", "one 16-bit tile"),
-        ("fp8_tensor", {"body": "specialized", "num_warps": 8, "smem_stages": 4}, "body", "one"),
-        ("fp8_tensor", {"ring_slack": 1, "smem_stages": 3}, "ring_slack", "one 16-bit tile"),
+        ("fp8", {"qk_ahead": 1, "smem_stages": 3}, "qk_ahead", "one 16-bit tile"),
+        ("fp8_tensor", {"body": "specialized", "num_warps": 8, "smem_stages": 4}, "body", "no fp8"),
+        ("fp8", {"ring_slack": 1, "smem_stages": 3}, "ring_slack", "one 16-bit tile"),
     ],
 )
 def test_the_mma_path_refuses_what_it_does_not_read_of_an_fp8_cache(kv_format, fields, field, why):
@@ -71,3 +71,11 @@ def test_the_mma_path_refuses_what_it_does_not_read_of_an_fp8_cache(kv_format, f
 
     with pytest.raises(ConfigError, match=f"{field}.*{why}"):
         build(spec, config, "sm_90")
+
+
+@pytest.mark.parametrize("fields", [{"qk_ahead": 1, "smem_stages": 3}, {"ring_slack": 1, "smem_stages": 3}])
+def test_fragments_read_the_raw_stages_where_a_16_bit_tile_would_be_shared(fields):
+    """fp8_tensor's raw stages are the MMAs' operands (no 16-bit tile): q.K ahead and the ring
+    read them as the 16-bit kernel reads its tiles."""
+    config = Config(compute="mma", heads_per_block=16, block_n=16, softmax="split", **fields)
+    assert allows(Spec(heads=16, kv_format="fp8_tensor"), config)

@@ -134,11 +134,16 @@ def _fp8(spec, config) -> bool:
     return spec.format is not None
 
 
+def _widened(spec, config) -> bool:
+    """An fp8 cache whose raw stages widen into one 16-bit tile (not read as MMA fragments)."""
+    return spec.format is not None and not spec.format.bare_e4m3
+
+
 # The dense family's Config, on its three compute paths
 DENSE = (
-    # An fp8 cache (docs/design-space.md, "fp8 caches"): the mma path's raw stages widen into one
-    # 16-bit tile (templates/mla/mma/fp8_tiles.cuh); what no kernel reads is refused rather than
-    # read as 16-bit values
+    # An fp8 cache (docs/design-space.md, "fp8 caches"): the mma path reads the raw stages as
+    # MMA fragments (all-e4m3 rows) or widens them into one 16-bit tile (templates/mla/mma/
+    # fp8_tiles.cuh); what no kernel reads is refused rather than read as 16-bit values
     Rule(
         "compute",
         lambda s, c: c.compute == "mma",
@@ -159,22 +164,22 @@ DENSE = (
     Rule(
         "qk_ahead",
         lambda s, c: c.qk_ahead == 0,
-        "an fp8 cache widens into one 16-bit tile, and q.K ahead keeps two resident: take 0",
-        _fp8,
+        "kv_format={spec.kv_format!r} widens into one 16-bit tile, and q.K ahead keeps two "
+        "resident: take 0",
+        _widened,
     ),
     Rule(
         "body",
         lambda s, c: c.body == "rows",
-        "an fp8 cache widens into one 16-bit tile, which the specialized roles (a tile apart) "
-        "would both read: take 'rows'",
+        "the specialized roles' kernel reads no fp8 cache: take 'rows'",
         _fp8,
     ),
     Rule(
         "ring_slack",
         lambda s, c: c.ring_slack == 0,
-        "an fp8 cache widens into one 16-bit tile between block barriers, which the ring's row "
-        "groups (tiles apart) would share: take 0",
-        _fp8,
+        "kv_format={spec.kv_format!r} widens into one 16-bit tile between block barriers, which "
+        "the ring's row groups (tiles apart) would share: take 0",
+        _widened,
     ),
     *(_path_rule(field, paths) for field, paths in PATH_AXES.items()),
     Rule(

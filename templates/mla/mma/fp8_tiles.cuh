@@ -11,7 +11,8 @@
 // ahead and the specialized roles keep two tiles resident and the ring's row groups drift apart,
 // so those are refused for an fp8 cache (kgen.mla.rules).
 
-static_assert(!QK_AHEAD && !RING_SLACK && !SPECIALIZE, "an fp8 cache: one 16-bit tile, read one tile at a time");
+static_assert(!SPECIALIZE, "the specialized roles read no fp8 cache");
+static_assert(FRAGMENTS || (!QK_AHEAD && !RING_SLACK), "a widened fp8 cache: one 16-bit tile, read one tile at a time");
 static_assert(KV_ROW_BYTES % 16 == 0 && ROPE_OFFSET % 16 == 0, "16-byte copies of a cached row");
 static_assert(E4M3_DIMS % 8 == 0 && E4M3_DIMS + BF16_DIMS == HEAD_DIM, "an fp8 row holds every dim");
 static_assert(TENSOR_SCALE || (SCALE_GROUP % 8 == 0 && E4M3_DIMS % SCALE_GROUP == 0), "whole groups a chunk");
