@@ -365,9 +365,14 @@ __device__ __forceinline__ bool scan_drafts(const T* tile, int lo, int count, un
   constexpr int V_CHUNKS = FRAGMENTS ? LATENT_DIM / 16 : LATENT_CHUNKS;
   for (int idx = role_thread(); idx < (count - lo) * V_CHUNKS; idx += ROLE_THREADS) {
     const int pos = lo + idx / V_CHUNKS, c = idx % V_CHUNKS;
-    if (FRAGMENTS ? kgen::any_e4m3_nan(*reinterpret_cast<const uint4*>(
-                        reinterpret_cast<const unsigned char*>(tile) + pos * STAGE_ROW_BYTES + c * 16))
-                  : kgen::any_nonfinite<T>(*reinterpret_cast<const uint4*>(tile + tile_at(pos, c)))) {
+    bool nonfinite;
+    if constexpr (FRAGMENTS) {
+      nonfinite = kgen::any_e4m3_nan(*reinterpret_cast<const uint4*>(reinterpret_cast<const unsigned char*>(tile) +
+                                                                      pos * STAGE_ROW_BYTES + c * 16));
+    } else {
+      nonfinite = kgen::any_nonfinite<T>(*reinterpret_cast<const uint4*>(tile + tile_at(pos, c)));
+    }
+    if (nonfinite) {
       atomicOr(bad, 1ull << pos);
       found = true;
     }
@@ -565,9 +570,12 @@ __device__ void fold_bad_drafts(const Params& p, int b, T* tile, int start, int 
   constexpr int V_CHUNKS = FRAGMENTS ? LATENT_DIM / 16 : LATENT_CHUNKS;  // a raw row's V: its first chunks
   for (int idx = role_thread(); idx < BLOCK_N * V_CHUNKS; idx += ROLE_THREADS) {
     const int n = idx / V_CHUNKS, c = idx % V_CHUNKS;
-    uint4* const at = FRAGMENTS ? reinterpret_cast<uint4*>(reinterpret_cast<unsigned char*>(tile) + n * STAGE_ROW_BYTES + c * 16)
-                                : reinterpret_cast<uint4*>(tile + tile_at(n, c));
-    if ((bad >> n) & 1ull) *at = make_uint4(0u, 0u, 0u, 0u);
+    if constexpr (FRAGMENTS) {
+      uint4* const at = reinterpret_cast<uint4*>(reinterpret_cast<unsigned char*>(tile) + n * STAGE_ROW_BYTES + c * 16);
+      if ((bad >> n) & 1ull) *at = make_uint4(0u, 0u, 0u, 0u);
+    } else {
+      if ((bad >> n) & 1ull) *reinterpret_cast<uint4*>(tile + tile_at(n, c)) = make_uint4(0u, 0u, 0u, 0u);
+    }
   }
   if (role_thread() == 0) *bad_s = 0ull;
   role_sync();
