@@ -5,8 +5,8 @@ config (config='auto' on a GPU without tuned entries). Markdown to stdout.
 On a GPU, --out DIR times every grid case (bench/time_shipped.py: shipped configs, then --default,
 then --torch, then --gather for the sparse cases, then the dense 16-bit cases on an fp8_tensor
 cache with the configs shipped for it, the heuristic's where none is; JSON lines in
-DIR/shipped.jsonl, default.jsonl, torch.jsonl, gather.jsonl, fp8.jsonl, fp8-default.jsonl), writes
-DIR/device.json
+DIR/shipped.jsonl, default.jsonl, torch.jsonl, gather.jsonl, fp8.jsonl and, for cases with no
+fp8 config shipped, fp8-default.jsonl), writes DIR/device.json
 (GPU, date, NVRTC, the read bandwidth and fp32 rate measured in the same run, commit) and prints
 the table. --from-json DIR prints it from those files, no GPU needed. --compare DIR adds another
 run's times as columns (DIR as --out writes it, or bench/retime.py's retime.json and
@@ -306,20 +306,14 @@ def measure(folder: Path, reps: int) -> None:
     # The fp8 column's heuristic defaults only where no config is shipped for the format
     tuned8 = shipped_configs("fp8_tensor")
     untuned8 = [c.name for c in on_kv_format(load_grid(), "fp8_tensor") if c.name not in tuned8]
-    more = (
-        ("gather", ["--gather"]),
-        ("fp8", ["--kv-format", "fp8_tensor"]),
-        (
-            "fp8-default",
-            ["--default", "--kv-format", "fp8_tensor", *untuned8] if untuned8 else None,
-        ),
-    )
+    more = [("gather", ["--gather"]), ("fp8", ["--kv-format", "fp8_tensor"])]
+    if untuned8:
+        more.append(("fp8-default", ["--default", "--kv-format", "fp8_tensor", *untuned8]))
     for kind, flags in (*kinds, *more):
         with open(folder / f"{kind}.jsonl", "w") as out:
-            if flags is not None:
-                subprocess.run(
-                    [sys.executable, tool, "--reps", str(reps), *flags], stdout=out, check=True
-                )
+            subprocess.run(
+                [sys.executable, tool, "--reps", str(reps), *flags], stdout=out, check=True
+            )
 
 
 def main() -> int:
