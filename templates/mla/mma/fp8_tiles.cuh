@@ -1,15 +1,18 @@
-// An fp8 cache on the tensor-core path, dequantized in shared memory (docs/design-space.md, "fp8
-// caches"). TileCopy copies a tile's cached rows as they are (KV_ROW_BYTES a position: half a
-// 16-bit row's bytes for "fp8_tensor", the point of the format where decode is memory-bound) into
-// a raw stage of the cp.async pipeline; widen_tile turns the landed stage into the one 16-bit tile
-// (swizzled as tile_at places it) that the unchanged ldmatrix / mma.sync loop reads. e4m3 widens
-// to float16 and bfloat16 exactly and a tensor's scale multiplies no value: with_scales folds
-// it into scale_log2 for q.K, and the kernel applies it to the output once, for V. Scales a group
-// of a row (DeepSeek-V3.2's 656-byte rows) differ from row to row, so widen_tile multiplies them
-// in, rounding e4m3 x scale to T once (the error of a 16-bit cache holding those values).
+// An fp8 cache on the tensor-core path (docs/design-space.md, "fp8 caches"). TileCopy copies a
+// tile's cached rows as they are (KV_ROW_BYTES a position: half a 16-bit row's bytes for
+// "fp8_tensor", the point of the format where decode is memory-bound) into a raw stage of the
+// cp.async pipeline. Rows that are all e4m3 (FRAGMENTS) are then read by ldmatrix as they landed
+// and widened to float16 in registers, fragment by fragment (qk_fragments, pv_fragments below);
+// other rows are turned by widen_tile into the one 16-bit tile (swizzled as tile_at places it)
+// that the unchanged ldmatrix / mma.sync loop reads. e4m3 widens to float16 and bfloat16
+// exactly and a tensor's scale multiplies no value: with_scales folds it into scale_log2 for
+// q.K, and the kernel applies it to the output once, for V. Scales a group of a row
+// (DeepSeek-V3.2's 656-byte rows) differ from row to row, so widen_tile multiplies them in,
+// rounding e4m3 x scale to T once (the error of a 16-bit cache holding those values).
 // One 16-bit tile serves a loop that reads one tile at a time between two block barriers: q.K
-// ahead and the specialized roles keep two tiles resident and the ring's row groups drift apart,
-// so those are refused for an fp8 cache (kgen.mla.rules).
+// ahead keeps two tiles resident and the ring's row groups drift apart, so those are refused for
+// widened rows (kgen.mla.rules); fragments read the raw stages as the 16-bit kernel reads its
+// tiles. The specialized roles' kernel reads no fp8 cache.
 
 static_assert(!SPECIALIZE, "the specialized roles read no fp8 cache");
 static_assert(FRAGMENTS || (!QK_AHEAD && !RING_SLACK), "a widened fp8 cache: one 16-bit tile, read one tile at a time");
