@@ -604,8 +604,9 @@ SAMPLE = [  # (spec, config): every stage kind, q source, position groups, split
             token_groups=4,
         ),
     ),
-    # fp8 caches (one scale for the tensor; the 656-byte rows' per-128 scales): raw stages widened
-    # into the 16-bit tile, split softmax, fused and PDL merges, column groups, pages of 1
+    # fp8 caches (one scale for the tensor: raw stages read as fragments; the 656-byte rows' per-128
+    # scales: widened into the 16-bit tile), split softmax, fused and PDL merges, column groups,
+    # pages of 1
     (
         Spec(heads=16, q_len=1, dtype="bfloat16", page_size=64, kv_format="fp8_tensor"),
         Config(heads_per_block=16, kv_splits=5, smem_stages=3, block_n=16, compute=MMA),

@@ -73,7 +73,9 @@ def test_the_mma_path_refuses_what_it_does_not_read_of_an_fp8_cache(kv_format, f
         build(spec, config, "sm_90")
 
 
-@pytest.mark.parametrize("fields", [{"qk_ahead": 1, "smem_stages": 3}, {"ring_slack": 1, "smem_stages": 3}])
+@pytest.mark.parametrize(
+    "fields", [{"qk_ahead": 1, "smem_stages": 3}, {"ring_slack": 1, "smem_stages": 3}]
+)
 def test_fragments_read_the_raw_stages_where_a_16_bit_tile_would_be_shared(fields):
     """fp8_tensor's raw stages are the MMAs' operands (no 16-bit tile): q.K ahead and the ring
     read them as the 16-bit kernel reads its tiles."""

@@ -148,8 +148,8 @@ def _three_row(facts: Facts):
     """One 12-warp block of three 16-row groups on one KV pipeline: decode of 48 heads where 48
     divide H; verification of 48 / q_len heads, the last group ragged by at most
     THREE_ROW_MAX_IDLE of its rows. On the KV tile ring where the arch has the PDL merge (beside
-    the fused merge's code the ring spills) and the rules let the spec's cache take it (an fp8
-    cache's one 16-bit tile does not), decode then four stages deep."""
+    the fused merge's code the ring spills) and the rules let the spec's cache take it (widened
+    fp8 rows' one 16-bit tile does not), decode then four stages deep."""
     spec = facts.spec
     ringed = three_row_config(1, smem_stages=4, softmax="split", ring_slack=1)
     slack = int(facts.arch.has_pdl and allows(spec, ringed))

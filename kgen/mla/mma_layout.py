@@ -59,7 +59,8 @@ class MMALayout:
     o_tiles: int  # n8 tiles of output columns per warp
     threads: int
     q_bytes: int
-    stage_bytes: int  # the KV tiles' stages (an fp8 cache: its raw stages and one 16-bit tile)
+    # the KV tiles' stages (an fp8 cache: its raw stages, and one 16-bit tile where they widen)
+    stage_bytes: int
     score_bytes: int
     dynamic_smem: int
     registers_estimate: int  # per thread, before compiling (a pruning hint, not a promise)
@@ -155,10 +156,11 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     ring_bytes = _round_up(2 * config.smem_stages * 8, 16) if config.ring_slack else 0
     smem = q_bytes + stage_bytes + score_bytes + 16 + ring_bytes
     if max(smem, combine_smem(threads)) > arch.smem_per_block:
+        wide = spec.format is not None and not spec.format.bare_e4m3
         refuse(
             "heads_per_block" if q_bytes > stage_bytes else "smem_stages",
             f"needs {smem} bytes of shared memory (q {q_bytes}, {config.smem_stages} KV stages "
-            f"{stage_bytes}{' with the 16-bit tile' if spec.format and not spec.format.bare_e4m3 else ''}, scores "
+            f"{stage_bytes}{' with the 16-bit tile' if wide else ''}, scores "
             f"{score_bytes}), over {arch.name}'s {arch.smem_per_block} "
             "per block (fewer heads_per_block, smem_stages or block_n)",
         )
