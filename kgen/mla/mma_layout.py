@@ -146,7 +146,7 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
         # an fp8 cache lands raw (its cached rows as they are), then widens into one 16-bit tile,
         # unless the MMAs read the raw rows as fragments
         stage_bytes = config.smem_stages * config.block_n * spec.format.row_bytes
-        if not spec.format.bare_e4m3:
+        if spec.fp8_widened:
             stage_bytes += config.block_n * row_bytes
     s_stride = config.block_n + (24 - config.block_n % 16) % 16
     score_buffers = 2 if config.qk_ahead or specialized else 1
@@ -156,11 +156,10 @@ def plan_mma(spec: Spec, config: Config, arch: Arch) -> MMALayout:
     ring_bytes = _round_up(2 * config.smem_stages * 8, 16) if config.ring_slack else 0
     smem = q_bytes + stage_bytes + score_bytes + 16 + ring_bytes
     if max(smem, combine_smem(threads)) > arch.smem_per_block:
-        wide = spec.format is not None and not spec.format.bare_e4m3
         refuse(
             "heads_per_block" if q_bytes > stage_bytes else "smem_stages",
             f"needs {smem} bytes of shared memory (q {q_bytes}, {config.smem_stages} KV stages "
-            f"{stage_bytes}{' with the 16-bit tile' if wide else ''}, scores "
+            f"{stage_bytes}{' with the 16-bit tile' if spec.fp8_widened else ''}, scores "
             f"{score_bytes}), over {arch.name}'s {arch.smem_per_block} "
             "per block (fewer heads_per_block, smem_stages or block_n)",
         )

@@ -125,21 +125,18 @@ def _op_values(spec: Spec, config: Config, rows: int) -> dict:
         "mask_kind": MASK_KINDS[mask],
         "token_groups": config.token_groups,
         "kv_fp8": spec.format is not None,
-        "fragments": spec.format is not None and spec.format.bare_e4m3,
+        "fragments": spec.fp8_fragments,
         **format_values(spec),
     }
 
 
 def tile_dtype(spec: Spec, config: Config) -> str:
-    """The type of the kernel's tiles and MMAs: q's dtype, except that an all-e4m3 cache with one
-    scale for the tensor is multiplied in float16 when q is bfloat16. e4m3 widens to float16 in
-    one conversion a pair and to bfloat16 in about five (through float32), and q, scaled by a power
-    of two a block into float16's range, loses no bit (templates/mla/mma/fp8_tiles.cuh, q_scale;
-    docs/decisions.md: the float16 route)."""
-    fmt = spec.format
-    f16_route = (
-        config.compute == "mma" and spec.dtype == "bfloat16" and fmt is not None and fmt.bare_e4m3
-    )
+    """The type of the kernel's tiles and MMAs: q's dtype, except that an fp8 cache read as
+    fragments (Spec.fp8_fragments) is multiplied in float16 when q is bfloat16. e4m3 widens to
+    float16 in one conversion a pair and to bfloat16 in four (through float32), and q, scaled by a
+    power of two a block into float16's range, loses no bit (templates/mla/mma/attention.cuh,
+    q_into_t; docs/design-space.md, "fp8 caches")."""
+    f16_route = config.compute == "mma" and spec.dtype == "bfloat16" and spec.fp8_fragments
     return "float16" if f16_route else spec.dtype
 
 

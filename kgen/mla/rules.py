@@ -135,8 +135,7 @@ def _fp8(spec, config) -> bool:
 
 
 def _widened(spec, config) -> bool:
-    """An fp8 cache whose raw stages widen into one 16-bit tile (not read as MMA fragments)."""
-    return spec.format is not None and not spec.format.bare_e4m3
+    return spec.fp8_widened
 
 
 # The dense family's Config, on its three compute paths

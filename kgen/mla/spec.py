@@ -100,6 +100,17 @@ class Spec(AttentionShape, Params):
         """The cache's row of kgen.mla.kv_format (None: the cache in `dtype`)."""
         return None if self.kv_format == "dtype" else FORMATS[self.kv_format]
 
+    @property
+    def fp8_fragments(self) -> bool:
+        """An fp8 cache the tensor-core path reads as MMA fragments (all-e4m3 rows: no 16-bit
+        tile); other fp8 caches widen into one (templates/mla/mma/fp8_tiles.cuh)."""
+        return self.format is not None and self.format.bare_e4m3
+
+    @property
+    def fp8_widened(self) -> bool:
+        """An fp8 cache whose raw stages widen into one 16-bit tile (not read as fragments)."""
+        return self.format is not None and not self.format.bare_e4m3
+
     def to_dict(self) -> dict:
         data = super().to_dict()
         if data["kv_format"] == "dtype":  # a 16-bit cache: the key its tuning entries are under
