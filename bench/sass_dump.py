@@ -2,9 +2,11 @@
 bench/time_shipped.py takes them) for this GPU and print its resources; with cuobjdump on PATH
 (the [sass] extra), write its SASS to DIR/<n>-<case>.sass (n: the name's position in the list, so
 two overrides of one case keep both listings). For comparing what two trees (or two NVRTC
-versions) generate for the same config.
+versions) generate for the same config. --loop also prints the attention kernel's tile loop: its
+instructions a tile and the commonest opcodes (kgen.sass.tile_loop), what an issue-bound kernel's
+time follows.
 
-    PYTHONPATH=. python3 bench/sass_dump.py [--arch ARCH] DIR CASE[:field=value,...] ...
+    PYTHONPATH=. python3 bench/sass_dump.py [--arch ARCH] [--loop] DIR CASE[:field=value,...] ...
 
 (--arch: build for that arch instead of this GPU's, e.g. sm_90 or sm_120 on a machine without one.)
 """
@@ -18,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgen.arch import resolve_arch  # noqa: E402
-from kgen.sass import disassemble  # noqa: E402
+from kgen.sass import disassemble, tile_loop  # noqa: E402
 from kgen.tune.family import family_of  # noqa: E402
 from kgen.tune.space import load_grid  # noqa: E402
 
@@ -33,6 +35,7 @@ def main() -> int:
     parser.add_argument("out", type=Path, help="where the listings go")
     parser.add_argument("cases", nargs="+", metavar="CASE[:field=value,...]")
     parser.add_argument("--arch", default="native", help="the arch to build for (sm_90, sm_120)")
+    parser.add_argument("--loop", action="store_true", help="print each tile loop's instructions")
     args = parser.parse_args()
     arch = resolve_arch(args.arch)
     out, names = args.out, args.cases
@@ -47,6 +50,10 @@ def main() -> int:
         listing = disassemble(kernel.cubin)
         if listing is not None:
             (out / f"{n:02d}-{case}.sass").write_text(listing)
+        if args.loop and listing is not None:
+            loop = tile_loop(disassemble(kernel.cubin, family_of(spec).entry_point))
+            mix = ", ".join(f"{op} {k}" for op, k in loop.most_common(12))
+            print(f"  tile loop: {loop.total()} instructions ({mix})")
     return 0
 
 

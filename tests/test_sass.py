@@ -3,7 +3,7 @@
 import pytest
 
 from kgen.mla import Config, Spec, build
-from kgen.sass import cuobjdump, instruction_mix, opcode_counts
+from kgen.sass import cuobjdump, instruction_mix, opcode_counts, tile_loop
 
 LISTING = """
         /*0100*/                   HMMA.16816.F32.BF16 R4, R8, R12, R4 ;    /* 0x000 */
@@ -16,6 +16,26 @@ LISTING = """
 def test_opcodes_are_read_past_predicates_and_modifiers():
     counts = opcode_counts(LISTING)
     assert counts == {"HMMA": 1, "LDSM": 1, "LDGSTS": 1, "STL": 1}
+
+
+LOOPS = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   IMAD R2, R0, 0x4, RZ ;
+        /*0020*/                   LDS R4, [R2] ;
+        /*0030*/               @P0 BRA 0x10 ;
+        /*0040*/                   HMMA.16816.F32.BF16 R8, R4, R6, R8 ;
+        /*0050*/                   LDSM.16.M88.4 R4, [R2] ;
+        /*0060*/                   HMMA.16816.F32.BF16 R12, R4, R6, R12 ;
+        /*0070*/              @!P1 BRA 0x40 ;
+        /*0080*/                   BRA 0x90 ;
+        /*0090*/                   EXIT ;
+"""
+
+
+def test_tile_loop_is_the_backward_branch_loop_with_the_most_mmas():
+    # the first loop has no MMA; a forward branch closes no loop
+    assert tile_loop(LOOPS) == {"HMMA": 2, "LDSM": 1, "BRA": 1}
+    assert tile_loop(LISTING) == {}
 
 
 @pytest.mark.skipif(cuobjdump() is None, reason='needs cuobjdump: pip install "kgen[sass]"')
