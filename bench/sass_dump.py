@@ -4,9 +4,10 @@ bench/time_shipped.py takes them) for this GPU and print its resources; with cuo
 two overrides of one case keep both listings). For comparing what two trees (or two NVRTC
 versions) generate for the same config. --loop also prints the attention kernel's tile loop: its
 instructions a tile and the commonest opcodes (kgen.sass.tile_loop), what an issue-bound kernel's
-time follows.
+time follows. --kv-format F: the dense 16-bit cases on an F cache with the configs shipped for it
+(as bench/time_shipped.py takes it).
 
-    PYTHONPATH=. python3 bench/sass_dump.py [--arch ARCH] [--loop] DIR CASE[:field=value,...] ...
+    PYTHONPATH=. python3 bench/sass_dump.py [--arch ARCH] [--loop] [--kv-format F] DIR CASE ...
 
 (--arch: build for that arch instead of this GPU's, e.g. sm_90 or sm_120 on a machine without one.)
 """
@@ -22,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kgen.arch import resolve_arch  # noqa: E402
 from kgen.sass import disassemble, tile_loop  # noqa: E402
 from kgen.tune.family import family_of  # noqa: E402
-from kgen.tune.space import load_grid  # noqa: E402
+from kgen.tune.space import load_grid, on_kv_format  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from time_shipped import case_config, shipped_configs  # noqa: E402
@@ -36,12 +37,15 @@ def main() -> int:
     parser.add_argument("cases", nargs="+", metavar="CASE[:field=value,...]")
     parser.add_argument("--arch", default="native", help="the arch to build for (sm_90, sm_120)")
     parser.add_argument("--loop", action="store_true", help="print each tile loop's instructions")
+    parser.add_argument("--kv-format", help="the dense cases on this cache format (fp8_tensor)")
     args = parser.parse_args()
     arch = resolve_arch(args.arch)
     out, names = args.out, args.cases
     out.mkdir(parents=True, exist_ok=True)
     grid = {c.name: c for c in load_grid()}
-    configs = shipped_configs()
+    if args.kv_format:
+        grid = {c.name: c for c in on_kv_format(list(grid.values()), args.kv_format)}
+    configs = shipped_configs(args.kv_format)
     for n, name in enumerate(names):
         case, config = case_config(name, configs)
         spec = grid[case].spec
