@@ -55,7 +55,7 @@ def main() -> int:
         if listing is not None:
             (out / f"{n:02d}-{case}.sass").write_text(listing)
         if args.loop and listing is not None:
-            loop = tile_loop(disassemble(kernel.cubin, family_of(spec).entry_point))
+            loop = tile_loop(listing)
             mix = ", ".join(f"{op} {k}" for op, k in loop.most_common(12))
             print(f"  tile loop: {loop.total()} instructions ({mix})")
     return 0

@@ -26,9 +26,11 @@ FAMILIES = {
     "sts": ("STS",),
     "spill": ("LDL", "STL"),
 }
-_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)")
-_ADDRESSED = re.compile(r"/\*([0-9a-f]{4,})\*/\s+((?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)[^;]*);")
+# A listing's instruction: its address, its text (predicate, opcode with modifiers, operands), its
+# opcode without modifiers
+_INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+((?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)[^;]*);")
 _BRANCH_TARGET = re.compile(r"\bBRA\b[^;]*?(0x[0-9a-f]+)")
+_FUNCTION = re.compile(r"^\s*Function : ", re.MULTILINE)
 
 
 @functools.cache
@@ -47,29 +49,29 @@ def cuobjdump() -> str | None:
 
 def opcode_counts(sass: str) -> Counter:
     """Opcode (without modifiers) -> occurrences in a cuobjdump -sass listing."""
-    return Counter(m.group(1) for m in _INSTRUCTION.finditer(sass))
+    return Counter(m.group(3) for m in _INSTRUCTION.finditer(sass))
 
 
 def tile_loop(sass: str) -> Counter:
     """Opcode -> occurrences in the body of a listing's tile loop: of the loops a backward branch
     closes, the one with the most tensor-core MMAs (then the longest). A tile's instructions are
     what an issue-bound kernel's time follows, so comparing them compares two versions of a kernel
-    without a GPU. Empty where the listing has no loop. Give it one function's listing."""
-    rows = [(int(m.group(1), 16), m.group(2), m.group(3)) for m in _ADDRESSED.finditer(sass)]
-    index = {address: i for i, (address, _, _) in enumerate(rows)}
-    best, best_key = None, (-1, -1)
-    for i, (address, text, _) in enumerate(rows):
-        target = _BRANCH_TARGET.search(text)
-        if target is None or int(target.group(1), 16) > address:
-            continue
-        start = index.get(int(target.group(1), 16))
-        if start is None:
-            continue
-        body = rows[start : i + 1]
-        key = (sum(op == "HMMA" for _, _, op in body), len(body))
-        if key > best_key:
-            best, best_key = body, key
-    return Counter(op for _, _, op in best or ())
+    without a GPU. Empty where the listing has no loop. Each function of a listing is searched on
+    its own (addresses restart in each)."""
+    best, best_key = (), (-1, -1)
+    for function in _FUNCTION.split(sass):
+        rows = [(int(m[1], 16), m[2], m[3]) for m in _INSTRUCTION.finditer(function)]
+        index = {address: i for i, (address, _, _) in enumerate(rows)}
+        for i, (_, text, _) in enumerate(rows):
+            target = _BRANCH_TARGET.search(text)
+            start = index.get(int(target.group(1), 16)) if target else None
+            if start is None or start > i:
+                continue
+            body = rows[start : i + 1]
+            key = (sum(op == "HMMA" for _, _, op in body), len(body))
+            if key > best_key:
+                best, best_key = body, key
+    return Counter(op for _, _, op in best)
 
 
 def disassemble(cubin: bytes, function: str | None = None) -> str | None:

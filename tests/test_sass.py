@@ -36,6 +36,10 @@ def test_tile_loop_is_the_backward_branch_loop_with_the_most_mmas():
     # the first loop has no MMA; a forward branch closes no loop
     assert tile_loop(LOOPS) == {"HMMA": 2, "LDSM": 1, "BRA": 1}
     assert tile_loop(LISTING) == {}
+    # functions are searched apart: a branch to 0x40 in the second closes no loop in the first
+    other = "\n\tFunction : other\n        /*0000*/ NOP ;\n        /*0010*/ @P0 BRA 0x40 ;\n"
+    assert tile_loop("\tFunction : first\n" + LOOPS + other) == {"HMMA": 2, "LDSM": 1, "BRA": 1}
+    assert tile_loop("\tFunction : first\n" + LISTING + other) == {}
 
 
 @pytest.mark.skipif(cuobjdump() is None, reason='needs cuobjdump: pip install "kgen[sass]"')
