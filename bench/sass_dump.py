@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kgen.arch import resolve_arch  # noqa: E402
-from kgen.sass import disassemble, tile_loop  # noqa: E402
+from kgen.sass import cuobjdump, disassemble, tile_loop  # noqa: E402
 from kgen.tune.family import family_of  # noqa: E402
 from kgen.tune.space import load_grid, on_kv_format  # noqa: E402
 
@@ -39,6 +39,8 @@ def main() -> int:
     parser.add_argument("--loop", action="store_true", help="print each tile loop's instructions")
     parser.add_argument("--kv-format", help="the dense cases on this cache format (fp8_tensor)")
     args = parser.parse_args()
+    if args.loop and cuobjdump() is None:
+        parser.error('--loop reads the SASS: it needs cuobjdump (pip install "kgen[sass]")')
     arch = resolve_arch(args.arch)
     out, names = args.out, args.cases
     out.mkdir(parents=True, exist_ok=True)
@@ -54,7 +56,7 @@ def main() -> int:
         listing = disassemble(kernel.cubin)
         if listing is not None:
             (out / f"{n:02d}-{case}.sass").write_text(listing)
-        if args.loop and listing is not None:
+        if args.loop:
             loop = tile_loop(listing)
             mix = ", ".join(f"{op} {k}" for op, k in loop.most_common(12))
             print(f"  tile loop: {loop.total()} instructions ({mix})")
