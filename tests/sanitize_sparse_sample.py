@@ -177,7 +177,8 @@ SAMPLE_CASES = [
 # (v4_fp8's per-page scale rows; v41_fp8's inline UE8M0 scales) and the 16-bit one; two caches
 # with page sizes 256/64/2/1; lengths per sequence [B] and per row [B, T]; finite, -inf and
 # mixed (+inf and finite) sinks; T 1..4; one split and 3..64 (empty splits), both merges; both
-# dequant placements; ragged head groups (H = 37: 19 + 18) and a part-empty m16 tile (H = 8).
+# dequant placements; ragged head groups (H = 37: 19 + 18) and a part-empty m16 tile (H = 8);
+# bfloat16 q (fp8 tiles scaled) and float16 q (fp8 tiles unscaled, their scales in float32).
 V4_CASES = [
     (
         SparseSpec(16, 3, 200, "v4_fp8", 256, "bfloat16", extra_topk=128, extra_page_size=64),
@@ -218,7 +219,7 @@ V4_CASES = [
         "finite",
     ),
     (
-        SparseSpec(8, 2, 1, "v41_fp8", 1, "bfloat16", extra_topk=5, extra_page_size=2),
+        SparseSpec(8, 2, 1, "v41_fp8", 1, "float16", extra_topk=5, extra_page_size=2),
         SparseConfig(  # more splits than tiles: empty splits
             heads_per_block=8,
             kv_splits=64,

@@ -1,9 +1,9 @@
 """The V4 op (K = V 512 wide; DeepSeek-V4 584-byte, V4.1 528-byte and 16-bit caches) on the GPU
 against tests/sparse_reference.py's float64 reference, which decodes the cache bytes itself:
-random H, T, top-k, page sizes, a second cache, per-sequence and per-row lengths, -1 runs,
-duplicate slots, empty rows, sinks of +-inf and finite values, poisoned outputs; NaN in a cache
-row no list points at (nothing changes) and in one a list points at (its query rows are NaN: out
-and lse). Run with `pytest -m gpu tests/test_sparse_v4_gpu.py`."""
+random H, T, top-k, q's dtype, page sizes, a second cache, per-sequence and per-row lengths, -1
+runs, duplicate slots, empty rows, sinks of +-inf and finite values, poisoned outputs; NaN in a
+cache row no list points at (nothing changes) and in one a list points at (its query rows are NaN:
+out and lse). Run with `pytest -m gpu tests/test_sparse_v4_gpu.py`."""
 
 from __future__ import annotations
 
@@ -77,6 +77,13 @@ def test_v4_matches_reference(data):
     page_size = data.draw(st.sampled_from([1, 2, 64, 256]), label="page_size")
     extra_page = data.draw(st.sampled_from([2, 64]), label="extra_page")
     sink_kind = data.draw(st.sampled_from(["none", "finite", "+inf", "-inf", "mixed"]))
+    # bfloat16 q: fp8 tiles hold value x scale; float16 q: they hold the values, scales apart
+    # (a 16-bit cache is in q's dtype: make_cache writes bfloat16)
+    dtype = (
+        "bfloat16"
+        if fmt == "v4_bf16"
+        else data.draw(st.sampled_from(["bfloat16", "bfloat16", "float16"]))
+    )
     seed = data.draw(SEEDS)
     gen = torch.Generator().manual_seed(seed)
     pages = -(-max(topk, 8) // page_size) + 1
@@ -111,14 +118,14 @@ def test_v4_matches_reference(data):
         ),
     }[sink_kind]
     kwargs["attn_sink"] = None if sink is None else sink.cuda()
-    q = torch.randn(batch, q_len, heads, 512, generator=gen).bfloat16()
+    q = torch.randn(batch, q_len, heads, 512, generator=gen).to(getattr(torch, dtype))
     scale = 512**-0.5
-    out = torch.full((batch, q_len, heads, 512), float("nan"), dtype=torch.bfloat16, device="cuda")
+    out = torch.full((batch, q_len, heads, 512), float("nan"), dtype=q.dtype, device="cuda")
     lse = torch.full((batch, q_len, heads), float("nan"), device="cuda")
     kgen.mla.sparse_attention(q.cuda(), cache, indices.cuda(), out=out, lse=lse, **kwargs)
     torch.cuda.synchronize()
     want = v4_reference(q.double().numpy(), lists, scale, to_numpy(sink))
-    check_attention(out.double().cpu().numpy(), lse.double().cpu().numpy(), *want, "bfloat16")
+    check_attention(out.double().cpu().numpy(), lse.double().cpu().numpy(), *want, dtype)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -27,7 +27,8 @@
 // each scale group's partial scores in their own accumulators and adds them to the total times
 // their rows' scales, once per group (once in all with 4 column groups). For P.V, P is multiplied
 // by the scales of the group that a warp's output columns belong to. l sums the unscaled P, which
-// the softmax is of.
+// the softmax is of. A scaled tile (SCALED_TILE) holds the products: its q.K and P.V are the
+// 16-bit cache's.
 
 namespace mla {
 
@@ -55,13 +56,13 @@ constexpr int SCORES_OFFSET = TILES_OFFSET + TILE_BUFFERS * TILE_ELEMS * 2;
 constexpr int SCORE_FLOATS = COL_GROUPS * M_TILES * 16 * S_STRIDE;
 constexpr int SLOTS_OFFSET = SCORES_OFFSET + SCORE_FLOATS * 4;
 constexpr int SCALES_OFFSET = SLOTS_OFFSET + SLOT_BUFFERS * BLOCK_N * 4;  // fp8: each tile row's scales
-constexpr int SCALE_FLOATS = BLOCK_N * SCALE_GROUPS;
+constexpr int SCALE_FLOATS = BLOCK_N * SCALE_COLUMNS;
 constexpr int P_STRIDE = BLOCK_N + 8;  // SPLIT_SOFTMAX: 16-bit P rows, ldmatrix rows on distinct banks
 constexpr int P_OFFSET = SCALES_OFFSET + TILE_BUFFERS * SCALE_FLOATS * 4;
 constexpr int P_BYTES = SPLIT_SOFTMAX ? M_TILES * 16 * P_STRIDE * 2 : 0;
 constexpr int ROW_STATE_OFFSET = P_OFFSET + P_BYTES;  // per row: rescale factor (then m), l
 constexpr int MAIN_SMEM = ROW_STATE_OFFSET + (SPLIT_SOFTMAX ? 2 * M_TILES * 16 * 4 : 0);
-constexpr bool SCALED = KV_FP8;
+constexpr bool SCALED = KV_FP8 && !SCALED_TILE;  // the tile's values need their rows' scales
 // n8 tiles of output columns a warp takes per scale of P (a new scale group, or a warp's first)
 constexpr int GROUP_TILES = SCALED && SCALE_GROUP / 8 < O_TILES ? SCALE_GROUP / 8 : O_TILES;
 // Whether every warp's run of k steps starts a scale group (else its group boundaries depend on
@@ -154,7 +155,7 @@ __device__ __forceinline__ void qk_partials(const T* tile, const float* row_scal
   for (int kk = 0; kk < WARP_K; ++kk) {
     if (SCALED && starts_group(kk, ln.cg)) fold_group(total, acc, row_scales, k_step(kk - 1, ln.cg) * 16 / SCALE_GROUP, ln);
     const int ks = k_step(kk, ln.cg);
-    if (ks < K_STEPS) {
+    if (kk < WARP_LATENT || ks < K_STEPS) {  // (a run's steps are all there: known at compile time)
       unsigned a[WARP_M][4];
 #pragma unroll
       for (int i = 0; i < WARP_M; ++i) {
@@ -379,7 +380,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
         for (int kk = 0; kk < WARP_K; ++kk)
 #pragma unroll
           for (int half = 0; half < 2; ++half) {
-            const bool inside = row_real(r) && k_step(kk, ln.cg) < K_STEPS;
+            const bool inside = row_real(r) && (kk < WARP_LATENT || k_step(kk, ln.cg) < K_STEPS);
             const unsigned* at = kk < WARP_LATENT ? latent + 8 * kk : rope + 8 * COL_GROUPS * (kk - WARP_LATENT);
             qf[i][kk][h + 2 * half] = inside ? __ldg(at + 4 * half) : 0u;
           }

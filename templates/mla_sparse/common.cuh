@@ -64,7 +64,7 @@ __device__ Range split_range(const Params& p, const int* slots, int split, int n
 // The V4 op's lists of one query token: the first n_main entries of its main list, then the
 // first total - n_main of its second cache's, one list of `total` entries to the kernel. An entry
 // of the second list names slot s of that cache as slot main_slots + s (-1 stays -1), so a slot
-// alone tells the cache (cache_row).
+// alone tells the cache (row_at).
 struct Lists {
   const int* main;
   const int* extra;
@@ -122,10 +122,11 @@ __device__ Range split_range(const P& p, const Lists& l, int split, int num_spli
 }
 
 // The sink's factor on a row's output, 1 / (1 + exp(sink - lse)) (lse natural, without the sink):
-// 0 for a sink of +inf, 1 for -inf or no sink.
+// 0 for a sink of +inf, 1 for -inf or no sink. A row that saw nothing (lse -inf) keeps out = 0:
+// its factor is 1, not exp(-inf - -inf)'s NaN.
 template <typename P>
 __device__ __forceinline__ float sink_factor(const P& p, int r, float lse) {
-  if (p.sink == nullptr || !row_real(r)) return 1.f;
+  if (p.sink == nullptr || !row_real(r) || lse == -CUDART_INF_F) return 1.f;
   return 1.f / (1.f + expf(__ldg(p.sink + row_head(r)) - lse));
 }
 

@@ -74,6 +74,22 @@ class SparseLayout:
         return max(self.main_smem, combine_smem(self.threads))
 
 
+def scaled_tile(spec: SparseSpec) -> bool:
+    """Whether the gather stores each fp8 value times its scale in the 16-bit tile
+    (templates/mla_sparse/gather.cuh): with UE8M0 scales and bfloat16 q. A power-of-two scale
+    moves only the exponent, and e4m3's 3 mantissa bits fit bfloat16's 7, so the tile is exact
+    and q.K and P.V are the 16-bit cache's. float32 scales round, and float16's range cannot hold
+    e4m3 x 2^k: those tiles stay unscaled, their scales applied in float32."""
+    fmt = spec.format
+    return fmt.quantized and fmt.scale == "ue8m0" and spec.dtype == "bfloat16"
+
+
+def scale_columns(spec: SparseSpec) -> int:
+    """Scales a dequantized tile row keeps beside it in shared memory: one a scale group of an
+    unscaled fp8 tile, none for a 16-bit cache or a scaled tile."""
+    return 0 if scaled_tile(spec) else spec.format.scale_groups
+
+
 def run_dims(spec: SparseSpec) -> int:
     """The dims of q.K dealt to a row group's warps in runs (templates/mla_sparse/attention.cuh):
     the e4m3 dims of an fp8 format, else V's 512."""
@@ -131,7 +147,7 @@ def sparse_layout_for(spec: SparseSpec, config: SparseConfig, arch: Arch) -> Spa
     s_stride = block_n + (24 - block_n % 16) % 16
     score_bytes = cols * m_tiles * 16 * s_stride * 4
     slot_bytes = max(config.smem_stages, 2) * block_n * 4
-    scale_bytes = (tile_bytes // tile_row_bytes) * fmt.scale_groups * 4  # per dequantized tile row
+    scale_bytes = (tile_bytes // tile_row_bytes) * scale_columns(spec) * 4  # per dequantized row
     softmax_bytes = split_softmax_smem(m_tiles, block_n) if config.softmax == "split" else 0
     smem = (
         q_bytes + stage_bytes + tile_bytes + score_bytes + slot_bytes + scale_bytes + softmax_bytes

@@ -6,7 +6,7 @@ import ctypes
 
 from kgen.mla.kv_format import SCALE_KINDS, SCALES_AT
 from kgen.mla.program import shape_values
-from kgen.mla.sparse.layout import SparseLayout, run_dims, stage_row
+from kgen.mla.sparse.layout import SparseLayout, run_dims, scale_columns, scaled_tile, stage_row
 from kgen.mla.sparse.spec import DEQUANTS, SparseConfig, SparseSpec
 from kgen.mla.workspace import COMBINE
 from kgen.render import CStruct, Program, render_program
@@ -116,6 +116,8 @@ def format_values(spec: SparseSpec) -> dict:
         "e4m3_dims": fmt.e4m3_dims,
         "bf16_dims": fmt.rope_dims,
         "run_dims": run_dims(spec),
+        "scaled_tile": scaled_tile(spec),
+        "scale_columns": scale_columns(spec),
         "scale_group": fmt.group if fmt.quantized else 1,
         "scale_kind": SCALE_KIND_VALUES[fmt.scale],
         "scales_at": SCALES_AT_VALUES[fmt.scales_at],
