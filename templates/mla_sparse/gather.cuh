@@ -145,7 +145,8 @@ static_assert(!SCALED_TILE || (T_IS_BF16 && SCALE_KIND == SCALE_UE8M0), "a scale
 static_assert(SCALE_COLUMNS == (KV_FP8 && !SCALED_TILE ? SCALE_GROUPS : 0), "scales beside an unscaled fp8 tile only");
 
 // SCALED_TILE: four e4m3 values (one 32-bit word) times a UE8M0 scale pair, as two packed pairs of
-// bfloat16, exactly.
+// bfloat16, exactly. (fp8_values.cuh's scaled_quad rounds a float32 product, two FMULs a pair for
+// any scale; a power of two needs no rounding, so one bfloat16 HMUL2 a pair does it.)
 __device__ __forceinline__ unsigned times_pair(unsigned x, unsigned scale2) {
   const __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&x), *reinterpret_cast<const __nv_bfloat162*>(&scale2));
   return *reinterpret_cast<const unsigned*>(&r);
