@@ -4,6 +4,9 @@ and a private kernel cache for the session."""
 from __future__ import annotations
 
 import os
+import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -88,3 +91,26 @@ def running(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+def interrupt_and_wait(proc: subprocess.Popen, signum: int, says: str) -> tuple[str, float]:
+    """Send `signum` to `proc` (its stderr a text pipe) and wait for it to exit: its stderr, and
+    the seconds from the signal to the stderr line holding `says` (inf if none). The process
+    stops there; what follows is the interpreter's own exit (torch's clean-up alone takes
+    several seconds on a loaded two-core machine), which a stop bound should not count."""
+    lines: list[tuple[float, str]] = []
+
+    def read() -> None:
+        for line in proc.stderr:
+            lines.append((time.time(), line))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    if proc.stdout is not None:  # drained, so that a full pipe cannot hold the process up
+        threading.Thread(target=proc.stdout.read, daemon=True).start()
+    sent = time.time()
+    proc.send_signal(signum)
+    proc.wait(timeout=60)
+    reader.join(timeout=10)
+    said = [at - sent for at, line in lines if says in line]
+    return "".join(line for _, line in lines), said[0] if said else float("inf")

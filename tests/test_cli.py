@@ -19,7 +19,7 @@ import pytest
 from kgen.mla import Config, Spec
 from kgen.tune.space import Axes, Case, GridError, load_grid
 from kgen.tune.sweep import Progress, SweepOptions, compile_id, run_sweep
-from tests.conftest import running
+from tests.conftest import interrupt_and_wait, running
 
 ROOT = Path(__file__).resolve().parent.parent
 GRID_CASE = {"name": "tiny", "B": 1, "T": 2, "H": 4, "S": 100, "mask": "causal"}
@@ -223,7 +223,8 @@ def children(pid: int) -> set[int]:
 
 def interrupt(args: list[str], signum: int, cache: Path) -> tuple[subprocess.Popen, str, float]:
     """Start `kgen ARGS`, send `signum` once progress.jsonl holds a line; the process, its stderr,
-    and the seconds it took to exit after the signal. Its worker processes must be gone."""
+    and the seconds from the signal to its "interrupted" line. Its worker processes must be gone
+    once it has exited."""
     env = {**os.environ, "KGEN_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "kgen", *args],
@@ -241,11 +242,9 @@ def interrupt(args: list[str], signum: int, cache: Path) -> tuple[subprocess.Pop
         time.sleep(0.1)
     workers |= children(proc.pid)
     assert workers, "no worker process seen"
-    sent = time.time()
-    proc.send_signal(signum)
-    _, stderr = proc.communicate(timeout=30)
-    took = time.time() - sent
-    while any(running(w) for w in workers) and time.time() < sent + 10:
+    stderr, took = interrupt_and_wait(proc, signum, "kgen sweep: interrupted: ")
+    exited = time.time()
+    while any(running(w) for w in workers) and time.time() < exited + 10:
         time.sleep(0.1)
     assert not [w for w in workers if running(w)], "workers left behind"
     return proc, stderr, took
