@@ -110,7 +110,7 @@ def interrupt_and_wait(proc: subprocess.Popen, signum: int, says: str) -> tuple[
         threading.Thread(target=proc.stdout.read, daemon=True).start()
     sent = time.time()
     proc.send_signal(signum)
-    proc.wait(timeout=60)
+    proc.wait(timeout=300)
     reader.join(timeout=10)
     said = [at - sent for at, line in lines if says in line]
     return "".join(line for _, line in lines), said[0] if said else float("inf")

@@ -182,7 +182,7 @@ def cli(cache: Path, *args, **env) -> subprocess.CompletedProcess:
         env=environment,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
 
 

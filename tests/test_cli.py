@@ -111,7 +111,7 @@ def kgen(*args: str, cache: Path | str, cwd: Path | None = None):
     """`python -m kgen ARGS` in a fresh process, on kernel cache `cache`."""
     env = {**os.environ, "KGEN_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "kgen", *args]
-    return subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
 def grids(tmp: Path) -> Path:
@@ -235,7 +235,7 @@ def interrupt(args: list[str], signum: int, cache: Path) -> tuple[subprocess.Pop
     )
     progress = Path(args[args.index("--out") + 1]) / "progress.jsonl"
     workers: set[int] = set()
-    deadline = time.time() + 180
+    deadline = time.time() + 600
     while not (progress.exists() and progress.read_text().count("\n")):
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
         workers |= children(proc.pid)

@@ -186,7 +186,7 @@ def test_ctrl_c_stops_every_gpu_worker_and_the_sweep_resumes(out):
     proc = subprocess.Popen(command, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     progress = out / "progress.jsonl"
     workers: set[int] = set()
-    deadline = time.time() + 60
+    deadline = time.time() + 300
     while '"kind": "variant"' not in progress.read_text():
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
         workers |= children(proc.pid)
@@ -202,7 +202,7 @@ def test_ctrl_c_stops_every_gpu_worker_and_the_sweep_resumes(out):
     assert not [w for w in workers if running(w)], "workers left behind"
     before = [json.loads(line)["id"] for line in progress.read_text().splitlines()]
 
-    again = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     ids = [json.loads(line)["id"] for line in progress.read_text().splitlines()]
     assert ids[: len(before)] == before and len(ids) == len(set(ids))  # nothing timed twice
