@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from kgen.mla import Spec
+from kgen.tune.cli import SweepSignals
 from kgen.tune.space import Axes, Case
 from kgen.tune.sweep import Devices, SweepInterrupted, SweepOptions, run_sweep
 
@@ -114,11 +115,12 @@ def main(argv: list[str]) -> int:
     test interrupts as a user would)."""
     out = Path(argv[0])
     devices = tuple(int(i) for i in argv[1].split(","))
-    try:
-        run_sweep(CASES, out, options(devices, out / "db.json"))
-    except SweepInterrupted as stop:
-        print(f"interrupted: {stop.done}", file=sys.stderr)
-        return 130
+    with SweepSignals():  # as `kgen sweep` takes Ctrl-C
+        try:
+            run_sweep(CASES, out, options(devices, out / "db.json"))
+        except SweepInterrupted as stop:
+            print(f"interrupted: {stop.done}", file=sys.stderr)
+            return 130
     return 0
 
 

@@ -148,7 +148,7 @@ class Flaky:
             raise TrialCrashed("illegal address")
         return args[0]
 
-    def close(self):
+    def close(self, now=False):
         pass
 
 

@@ -517,7 +517,7 @@ class StubExecutor:
             )
         return rows
 
-    def close(self):
+    def close(self, now=False):
         pass
 
 
@@ -564,7 +564,7 @@ class InterruptedExecutor(StubExecutor):
             raise KeyboardInterrupt
         return super().call(method, *args)
 
-    def close(self):
+    def close(self, now=False):
         self.closed = True
 
 

@@ -507,7 +507,7 @@ def _check_out(args, error) -> None:
         error(f"argument --out: {args.out} cannot be created: {err.strerror}")
 
 
-class _Stop:
+class SweepSignals:
     """SIGINT and SIGTERM during a sweep: the first raises KeyboardInterrupt in the main thread
     (the sweep then ends its workers and keeps what finished) and remembers which it was; one
     after it is ignored, so that the clean-up runs to its end."""
@@ -548,7 +548,7 @@ def _run(args) -> int:
     from kgen.tune.sweep import SweepInterrupted, run_sweep
 
     error = args.parser.error
-    with _Stop() as stop:
+    with SweepSignals() as stop:
         try:
             cases = _cases(args, error)
             options = _options(args, cases, error)

@@ -135,7 +135,7 @@ class RayTrialExecutor:
         self._start()
         return ray.get(self._actor.native_arch.remote(), timeout=TRIAL_TIMEOUT_S)
 
-    def close(self) -> None:
+    def close(self, now: bool = False) -> None:  # the actor is killed either way
         if self._ref is not None:
             ray.cancel(self._ref, force=True)
         if self._actor is not None:

@@ -58,7 +58,8 @@ class Done:
 
 
 class Slot:
-    """One GPU's executor (anything with call(method, *args) and close()) and its time."""
+    """One GPU's executor (anything with call(method, *args) and close(now), `now` when the
+    sweep was interrupted) and its time."""
 
     def __init__(self, label: str, executor, kind: str | None = None):
         self.label = label
@@ -143,13 +144,14 @@ class Dealer:
             if done is not None:
                 yield done
 
-    def close(self) -> None:
+    def close(self, now: bool = False) -> None:
+        """Stop every slot's executor (`now`: without waiting for an idle one to exit)."""
         self._closed = True
         for inbox in self._inbox.values():
             inbox.put(None)
         for slot in self.slots.values():
             with contextlib.suppress(Exception):  # closing the rest matters more
-                slot.executor.close()
+                slot.executor.close(now)
             self._set(slot, "stopped")
 
     # --- dealing ---

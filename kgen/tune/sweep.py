@@ -175,7 +175,7 @@ class SweepOptions:
     jobs: int | None = None  # compile processes (default: the cores this process may use)
     db_path: Path | None = None  # default: the user's tuning database
     in_process: bool = False  # run trials here instead of a worker process (tests)
-    executor: object | None = None  # anything with call(method, *args): replaces the worker
+    executor: object | None = None  # call(method, *args) and close(now): replaces the worker
     # Where the sweep runs: None (compiles here, trials on the current GPU in one worker),
     # Devices (trials on several GPUs of this machine) or RayCluster (compiles and trials there)
     placement: Devices | RayCluster | None = None
@@ -486,7 +486,7 @@ class TimingPhase:
         try:
             self._deal(slots)
         except KeyboardInterrupt:
-            self.dealer.close()
+            self.dealer.close(now=True)
             raise SweepInterrupted(self._timed(), self.progress.path) from None
         finally:
             self.dealer.close()

@@ -169,10 +169,11 @@ class WorkerExecutor:
             raise TrialCrashed(value)
         return value
 
-    def close(self) -> None:
-        """Stop the worker: when idle, let it finish; mid-trial (the sweep was interrupted),
-        kill it at once."""
-        if self._proc is not None and self._proc.is_alive() and not self._busy:
+    def close(self, now: bool = False) -> None:
+        """Stop the worker: when idle, let it finish; mid-trial, or `now` (the sweep was
+        interrupted: an idle worker's own clean exit, torch's included, would hold the stop up
+        for seconds), kill it at once."""
+        if self._proc is not None and self._proc.is_alive() and not self._busy and not now:
             with contextlib.suppress(OSError):
                 self._conn.send(("stop", ()))
             self._proc.join(timeout=30)
@@ -196,5 +197,5 @@ class InProcessExecutor:
         finally:
             self.spent = _spent(self.trials)
 
-    def close(self) -> None:
+    def close(self, now: bool = False) -> None:
         pass
