@@ -115,13 +115,6 @@ __device__ __forceinline__ int k_step(int kk, int cg) {
   return kk < WARP_LATENT ? cg * WARP_LATENT + kk : LATENT_STEPS + (kk - WARP_LATENT) * COL_GROUPS + cg;
 }
 
-// Whether ks, warp cg's kk-th k step (k_step(kk, cg)), is one: a run's steps all are (known at
-// compile time, whatever ks is); of the steps after the run, a warp may have one fewer than
-// WARP_K allows.
-__device__ __forceinline__ bool is_k_step(int kk, int ks) {
-  return kk < WARP_LATENT || ks < K_STEPS;
-}
-
 // Whether warp cg's kk-th k step starts a scale group its earlier steps are not in (the bf16
 // values, or the next group of a run that spans several).
 __device__ __forceinline__ bool starts_group(int kk, int cg) {
@@ -162,7 +155,7 @@ __device__ __forceinline__ void qk_partials(const T* tile, const float* row_scal
   for (int kk = 0; kk < WARP_K; ++kk) {
     if (SCALED && starts_group(kk, ln.cg)) fold_group(total, acc, row_scales, k_step(kk - 1, ln.cg) * 16 / SCALE_GROUP, ln);
     const int ks = k_step(kk, ln.cg);
-    if (is_k_step(kk, ks)) {
+    if (kk < WARP_LATENT || ks < K_STEPS) {  // (a run's steps are all there: known at compile time)
       unsigned a[WARP_M][4];
 #pragma unroll
       for (int i = 0; i < WARP_M; ++i) {
@@ -387,7 +380,7 @@ extern "C" __global__ void __launch_bounds__(mla::NUM_THREADS, MIN_BLOCKS) mla_s
         for (int kk = 0; kk < WARP_K; ++kk)
 #pragma unroll
           for (int half = 0; half < 2; ++half) {
-            const bool inside = row_real(r) && is_k_step(kk, k_step(kk, ln.cg));
+            const bool inside = row_real(r) && (kk < WARP_LATENT || k_step(kk, ln.cg) < K_STEPS);
             const unsigned* at = kk < WARP_LATENT ? latent + 8 * kk : rope + 8 * COL_GROUPS * (kk - WARP_LATENT);
             qf[i][kk][h + 2 * half] = inside ? __ldg(at + 4 * half) : 0u;
           }
