@@ -93,11 +93,14 @@ def running(pid: int) -> bool:
     return state != "Z"
 
 
-def interrupt_and_wait(proc: subprocess.Popen, signum: int, says: str) -> tuple[str, float]:
-    """Send `signum` to `proc` (its stderr a text pipe) and wait for it to exit: its stderr, and
-    the seconds from the signal to the stderr line holding `says` (inf if none). The process
-    stops there; what follows is the interpreter's own exit (torch's clean-up alone takes
-    several seconds on a loaded two-core machine), which a stop bound should not count."""
+def interrupt_and_wait(
+    proc: subprocess.Popen, signum: int, says: str, workers: set[int]
+) -> tuple[str, float]:
+    """Send `signum` to `proc` (its stderr a text pipe) and wait for it to exit, none of its
+    `workers` (pids) left running: its stderr, and the seconds from the signal to the stderr line
+    holding `says` (inf if none). The process stops there; what follows is the interpreter's own
+    exit (torch's clean-up alone takes several seconds on a loaded two-core machine), which a
+    stop bound should not count."""
     lines: list[tuple[float, str]] = []
 
     def read() -> None:
@@ -112,5 +115,9 @@ def interrupt_and_wait(proc: subprocess.Popen, signum: int, says: str) -> tuple[
     proc.send_signal(signum)
     proc.wait(timeout=300)
     reader.join(timeout=10)
+    exited = time.time()
+    while any(running(w) for w in workers) and time.time() < exited + 10:
+        time.sleep(0.1)
+    assert not [w for w in workers if running(w)], "workers left behind"
     said = [at - sent for at, line in lines if says in line]
     return "".join(line for _, line in lines), said[0] if said else float("inf")
